@@ -1,0 +1,65 @@
+# Finds what pprt links against and gives each an imported target named
+# pprt_dep::<name>. Used at configure time and again by the installed
+# pprtConfig.cmake, so a consumer of the installed package re-finds the same
+# libraries. pkg-config is tried first, then a plain header + library search
+# (which is what cross builds use, through CMAKE_PREFIX_PATH or
+# CMAKE_FIND_ROOT_PATH). A missing dependency stops configure and names the
+# package that provides it on each OS pprt supports.
+
+find_package(PkgConfig QUIET)
+
+# pprt_find_dependency(<name> PKG <pkg-config module> HEADER <header>
+#                      LIBS <library names...> INSTALL <debian> <brew> <freebsd>)
+function(pprt_find_dependency name)
+  cmake_parse_arguments(arg "" "PKG;HEADER" "LIBS;INSTALL" ${ARGN})
+  if(TARGET pprt_dep::${name})
+    return()
+  endif()
+  # Cache variables, so a user can also point at a dependency by hand:
+  # -DPPRT_<NAME>_INCLUDE_DIR=... -DPPRT_<NAME>_LIBRARY=...
+  string(TOUPPER ${name} uname)
+  set(inc_var PPRT_${uname}_INCLUDE_DIR)
+  set(lib_var PPRT_${uname}_LIBRARY)
+  if(PKG_CONFIG_FOUND AND NOT CMAKE_CROSSCOMPILING)
+    pkg_check_modules(pprt_pc_${name} QUIET ${arg_PKG})
+  endif()
+  find_path(${inc_var} ${arg_HEADER} HINTS ${pprt_pc_${name}_INCLUDE_DIRS})
+  find_library(${lib_var} NAMES ${arg_LIBS} HINTS ${pprt_pc_${name}_LIBRARY_DIRS})
+  set(inc ${${inc_var}})
+  set(lib ${${lib_var}})
+  if(NOT inc OR NOT lib)
+    list(GET arg_INSTALL 0 deb)
+    list(GET arg_INSTALL 1 brew)
+    list(GET arg_INSTALL 2 fbsd)
+    message(FATAL_ERROR
+      "pprt: ${name} not found (looked for ${arg_HEADER} and lib${arg_LIBS}).\n"
+      "  Debian/Ubuntu: apt-get install ${deb}\n"
+      "  macOS:         brew install ${brew}\n"
+      "  FreeBSD:       pkg install ${fbsd}\n"
+      "  or point CMAKE_PREFIX_PATH at an installation.")
+  endif()
+  add_library(pprt_dep::${name} UNKNOWN IMPORTED)
+  set_target_properties(pprt_dep::${name} PROPERTIES
+    IMPORTED_LOCATION "${lib}" INTERFACE_INCLUDE_DIRECTORIES "${inc}")
+  set(pprt_dep_${name}_LIBRARY "${lib}" PARENT_SCOPE)
+endfunction()
+
+pprt_find_dependency(zlib PKG zlib HEADER zlib.h LIBS z
+  INSTALL zlib1g-dev zlib "(in base)")
+pprt_find_dependency(protobuf_c PKG libprotobuf-c HEADER protobuf-c/protobuf-c.h
+  LIBS protobuf-c INSTALL libprotobuf-c-dev protobuf-c protobuf-c)
+set(pprt_dep_targets pprt_dep::zlib pprt_dep::protobuf_c)
+
+if(PPRT_UNWINDER STREQUAL "libunwind")
+  # On Darwin libunwind is part of the system library.
+  if(NOT CMAKE_SYSTEM_NAME STREQUAL "Darwin")
+    pprt_find_dependency(libunwind PKG libunwind HEADER libunwind.h LIBS unwind
+      INSTALL libunwind-dev "(in the SDK)" libunwind)
+    list(APPEND pprt_dep_targets pprt_dep::libunwind)
+  endif()
+endif()
+
+if(PPRT_BUILD_TESTS)
+  pprt_find_dependency(cmocka PKG cmocka HEADER cmocka.h LIBS cmocka
+    INSTALL libcmocka-dev cmocka cmocka)
+endif()

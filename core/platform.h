@@ -1,0 +1,185 @@
+/* The platform contract: every function an OS backend provides.
+ *
+ * The core (core/) is platform-neutral and calls the OS only through the
+ * functions declared here. Each backend (platform/linux, platform/darwin,
+ * platform/freebsd) implements them, using the mechanisms shared by several
+ * OSes in platform/posix; CMake picks the files when it configures, so there
+ * is no OS #ifdef in the core and no dispatch at run time.
+ *
+ * Conventions, for every function below unless it says otherwise:
+ *   - returns 0 on success or a negative errno value;
+ *   - "AS-safe" means async-signal-safe: callable from pprt's signal handler,
+ *     and from a writer interrupted by that handler, without locks, allocation
+ *     or stdio;
+ *   - functions not marked AS-safe may allocate and take locks, and are
+ *     called only from ordinary thread context.
+ *
+ * Sections: clocks; threads; reader wait/wake; signals; alternate stacks;
+ * timers; images; symbols. The functions of the later sections are part of
+ * the contract now so that the three backends are designed together; each
+ * backend implements them as the component that needs them is built.
+ */
+#ifndef PPRT_CORE_PLATFORM_H
+#define PPRT_CORE_PLATFORM_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- clocks ---------------------------------------------------------------- */
+
+/* Nanoseconds on the system's monotonic clock (CLOCK_MONOTONIC on every
+ * supported OS), which does not jump with wall-clock changes. The origin is
+ * arbitrary. AS-safe (clock_gettime is on POSIX's list). Never fails. */
+uint64_t pprt__os_monotonic_ns(void);
+
+/* Nanoseconds since the Unix epoch, for time_nanos in profiles. AS-safe. */
+uint64_t pprt__os_wall_ns(void);
+
+/* ---- threads --------------------------------------------------------------- */
+
+/* The OS's id of the calling thread: Linux gettid, FreeBSD thr_self, Darwin
+ * pthread_threadid_np. Unique among the live threads of the process, stable
+ * for the thread's life, and the id a debugger or `top -H` shows. AS-safe.
+ * Never fails. */
+uint64_t pprt__os_thread_id(void);
+
+/* Calls fn(tid, ctx) for each thread of the process (Linux: /proc/self/task;
+ * FreeBSD: sysctl KERN_PROC_PID|KERN_PROC_INC_THREAD; Darwin: task_threads).
+ * A thread created or ended during the walk may or may not be reported.
+ * Stops early and returns fn's value when fn returns nonzero. */
+int pprt__os_thread_each(int (*fn)(uint64_t tid, void *ctx), void *ctx);
+
+/* ---- reader wait/wake ------------------------------------------------------ */
+
+/* The wait between a ring buffer's reader and its writers. Two builds,
+ * chosen by the PPRT_READER option:
+ *   blocking (Linux futex, FreeBSD umtx): wait sleeps until woken or timed
+ *     out; wake is an AS-safe system call.
+ *   poll (every OS; the only mode on Darwin, where no wakeup is AS-safe, see
+ *     Go issue 61768): wait sleeps min(timeout, PPRT__OS_POLL_NS), wake does
+ *     nothing, so a reader sees new data at most 100 ms late.
+ *
+ * pprt__os_wait: if *word still equals expected, sleep until a wake on word,
+ * the timeout (nanoseconds; 0 means no timeout) or a spurious wakeup.
+ * Returns 0 in every case; callers re-check their condition. Not AS-safe
+ * (it is the reader's call). */
+#define PPRT__OS_POLL_NS 100000000ull
+int pprt__os_wait(atomic_uint *word, unsigned expected, uint64_t timeout_ns);
+
+/* Wakes every thread waiting in pprt__os_wait on word. The caller changes
+ * *word first. AS-safe. */
+void pprt__os_wake(atomic_uint *word);
+
+/* 1 when pprt__os_wait blocks until woken, 0 when it polls. */
+extern const int pprt__os_reader_blocks;
+
+/* ---- signals --------------------------------------------------------------- */
+
+/* A signal handler as pprt installs it (SA_SIGINFO form). */
+typedef void (*pprt__os_handler)(int sig, siginfo_t *info, void *ucontext);
+
+/* The action that was installed before pprt's, kept so it can be restored
+ * and so signals that are not pprt's can be forwarded to it. */
+typedef struct pprt__os_sigsave {
+  struct sigaction old;
+  int installed; /* 1 while pprt's handler is the installed one */
+} pprt__os_sigsave;
+
+/* Installs fn for sig with SA_SIGINFO | SA_ONSTACK | SA_RESTART and every
+ * signal blocked while it runs, and saves the previous action in save. When
+ * the previous action is SIG_DFL, save records SIG_IGN instead, so that a
+ * late signal after pprt_signal_restore cannot kill the process (Go issue
+ * 19320). On Linux x86_64/i386 with PPRT_RAW_SIGACTION this is a raw
+ * rt_sigaction with SA_RESTORER and pprt's own restorer trampoline; elsewhere
+ * it is libc sigaction. Errors: -EINVAL for a signal that cannot be caught,
+ * -EBUSY if save->installed is already set. */
+int pprt__os_signal_install(int sig, pprt__os_handler fn, pprt__os_sigsave *save);
+
+/* Puts back the action saved by pprt__os_signal_install. */
+int pprt__os_signal_restore(int sig, pprt__os_sigsave *save);
+
+/* Hands a signal that was not pprt's to the saved action: calls its handler
+ * (in the form it was installed with); does nothing for SIG_IGN. AS-safe. */
+void pprt__os_signal_forward(const pprt__os_sigsave *save, int sig, siginfo_t *info,
+                             void *ucontext);
+
+/* ---- alternate signal stacks ----------------------------------------------- */
+
+#define PPRT__OS_ALTSTACK_SIZE (32 * 1024)
+
+/* What pprt did to one thread's alternate stack, so it can undo it. */
+typedef struct pprt__os_altstack {
+  void *mem;     /* pprt's stack, NULL when the thread already had one */
+  size_t size;
+} pprt__os_altstack;
+
+/* Ensures the calling thread has an alternate signal stack of at least
+ * PPRT__OS_ALTSTACK_SIZE. An existing one that is large enough is kept
+ * (st->mem = NULL); otherwise pprt maps one (with a guard page) and installs
+ * it. Errors: -ENOMEM. */
+int pprt__os_altstack_ensure(pprt__os_altstack *st);
+
+/* Removes and unmaps the stack that pprt__os_altstack_ensure installed on the
+ * calling thread; does nothing when it kept the thread's own. */
+void pprt__os_altstack_release(pprt__os_altstack *st);
+
+/* ---- timers ---------------------------------------------------------------- */
+
+/* The process-wide CPU timer (setitimer ITIMER_PROF): SIGPROF every
+ * 1/hz seconds of CPU time consumed by the process. hz = 0 disarms it. */
+int pprt__os_process_timer_set(int hz);
+
+/* A per-thread CPU timer: SIGPROF delivered to thread tid every 1/hz
+ * seconds of that thread's CPU time, the first expiry randomised in
+ * (0, period] so threads started together do not fire together. Linux only
+ * (timer_create on the thread's CPU clock with SIGEV_THREAD_ID); elsewhere
+ * returns -ENOTSUP and the process timer is used. */
+typedef struct pprt__os_thread_timer {
+  uintptr_t handle;
+  int armed;
+} pprt__os_thread_timer;
+int pprt__os_thread_timer_start(pprt__os_thread_timer *t, uint64_t tid, int hz);
+int pprt__os_thread_timer_stop(pprt__os_thread_timer *t);
+
+/* Which timer a SIGPROF came from, from its siginfo (Linux: SI_TIMER for a
+ * per-thread timer, SI_KERNEL for setitimer; Go's validSIGPROF). AS-safe. */
+enum pprt__os_sigprof_source {
+  PPRT__OS_SIGPROF_PROCESS_TIMER,
+  PPRT__OS_SIGPROF_THREAD_TIMER,
+  PPRT__OS_SIGPROF_OTHER /* kill, sigqueue, raise: not a profiling tick */
+};
+enum pprt__os_sigprof_source pprt__os_sigprof_source(const siginfo_t *info);
+
+/* ---- images ---------------------------------------------------------------- */
+
+/* One executable mapping of a loaded image. */
+typedef struct pprt__os_image {
+  const char *path;      /* absolute; the main executable's real path */
+  uintptr_t start;       /* first address of the executable segment */
+  uintptr_t limit;       /* one past its last address */
+  uint64_t file_offset;  /* offset in the file that start maps */
+  uintptr_t load_bias;   /* runtime address minus link-time address */
+  const uint8_t *build_id; /* ELF NT_GNU_BUILD_ID or Mach-O LC_UUID bytes */
+  size_t build_id_len;     /* 0 when the image has none */
+  int is_main;             /* 1 for the main executable */
+} pprt__os_image;
+
+/* Calls fn for each executable mapping of each loaded image, the main
+ * executable first (Linux/FreeBSD: dl_iterate_phdr; Darwin: dyld's image
+ * list). Pointers in img are valid only during the call. Stops early and
+ * returns fn's value when fn returns nonzero. Takes the loader's lock: never
+ * from a signal handler. */
+int pprt__os_image_each(int (*fn)(const pprt__os_image *img, void *ctx), void *ctx);
+
+/* ---- symbols --------------------------------------------------------------- */
+
+/* The name of the function containing addr, written NUL-terminated into buf
+ * (truncated to len), from the image's symbol tables (ELF .symtab and
+ * .dynsym, Mach-O nlist), falling back to dladdr. *offset receives addr minus
+ * the symbol's start. Errors: -ENOENT when no symbol covers addr. Reads
+ * files and allocates: never from a signal handler. */
+int pprt__os_symbol_name(uintptr_t addr, char *buf, size_t len, uintptr_t *offset);
+
+#endif /* PPRT_CORE_PLATFORM_H */

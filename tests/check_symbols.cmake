@@ -1,0 +1,30 @@
+# Fails when the static library defines a global symbol outside pprt's two
+# namespaces: pprt_ (public) and pprt__ (internal, cross-file). A vendoring
+# library links pprt statically, so any other global would collide with its
+# own names.
+execute_process(COMMAND ${NM} -g --defined-only ${LIB}
+                OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${NM} failed on ${LIB}")
+endif()
+string(REPLACE "\n" ";" lines "${out}")
+set(bad "")
+set(count 0)
+foreach(line IN LISTS lines)
+  # "<address> <type> <name>"; skip file headers ("x.o:") and blank lines.
+  if(line MATCHES "^[0-9a-fA-F]* *[A-Za-z] +(.+)$")
+    set(name ${CMAKE_MATCH_1})
+    string(REGEX REPLACE "^_" "" bare "${name}") # Mach-O adds a leading _
+    if(NOT bare MATCHES "^pprt_")
+      list(APPEND bad ${name})
+    endif()
+    math(EXPR count "${count} + 1")
+  endif()
+endforeach()
+if(count EQUAL 0)
+  message(FATAL_ERROR "no global symbols found in ${LIB}: the check is not looking")
+endif()
+if(bad)
+  message(FATAL_ERROR "global symbols without the pprt_ prefix in ${LIB}: ${bad}")
+endif()
+message(STATUS "${count} global symbols, all prefixed pprt_")

@@ -1,0 +1,32 @@
+# Builds and runs a consumer of pprt, as a vendoring project would:
+#   MODE=subdirectory  add_subdirectory(pprt) in the consumer's tree
+#   MODE=package       cmake --install pprt to a prefix, then find_package
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+endfunction()
+
+set(dir ${WORK}/${MODE})
+file(REMOVE_RECURSE ${dir})
+set(consumer ${SRC}/tests/vendor/${MODE})
+if(MODE STREQUAL "subdirectory")
+  run(${CMAKE_COMMAND} ${ARGS} -S ${consumer} -B ${dir}/build -DPPRT_SOURCE_DIR=${SRC})
+else()
+  run(${CMAKE_COMMAND} ${ARGS} -S ${SRC} -B ${dir}/pprt -DPPRT_BUILD_TESTS=OFF
+      -DPPRT_BUILD_BENCH=OFF -DPPRT_BUILD_TOOLS=OFF -DPPRT_BUILD_PRELOAD=OFF)
+  run(${CMAKE_COMMAND} --build ${dir}/pprt)
+  run(${CMAKE_COMMAND} --install ${dir}/pprt --prefix ${dir}/prefix)
+  file(GLOB_RECURSE pcs ${dir}/prefix/*/pprt.pc)
+  if(NOT pcs)
+    message(FATAL_ERROR "cmake --install wrote no pprt.pc")
+  endif()
+  run(${CMAKE_COMMAND} ${ARGS} -S ${consumer} -B ${dir}/build -DCMAKE_PREFIX_PATH=${dir}/prefix)
+endif()
+run(${CMAKE_COMMAND} --build ${dir}/build)
+run(${dir}/build/consumer)
+if(MODE STREQUAL "package")
+  run(${dir}/build/consumer_shared)
+endif()
+message(STATUS "${MODE} consumer built and ran")
