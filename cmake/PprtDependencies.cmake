@@ -9,9 +9,10 @@
 find_package(PkgConfig QUIET)
 
 # pprt_find_dependency(<name> PKG <pkg-config module> HEADER <header>
-#                      LIBS <library names...> INSTALL <debian> <brew> <freebsd>)
+#                      LIBS <library names...>
+#                      DEBIAN <hint> MACOS <hint> FREEBSD <hint>)
 function(pprt_find_dependency name)
-  cmake_parse_arguments(arg "" "PKG;HEADER" "LIBS;INSTALL" ${ARGN})
+  cmake_parse_arguments(arg "" "PKG;HEADER;DEBIAN;MACOS;FREEBSD" "LIBS" ${ARGN})
   if(TARGET pprt_dep::${name})
     return()
   endif()
@@ -28,15 +29,13 @@ function(pprt_find_dependency name)
   set(inc ${${inc_var}})
   set(lib ${${lib_var}})
   if(NOT inc OR NOT lib)
-    list(GET arg_INSTALL 0 deb)
-    list(GET arg_INSTALL 1 brew)
-    list(GET arg_INSTALL 2 fbsd)
     message(FATAL_ERROR
       "pprt: ${name} not found (looked for ${arg_HEADER} and lib${arg_LIBS}).\n"
-      "  Debian/Ubuntu: apt-get install ${deb}\n"
-      "  macOS:         brew install ${brew}\n"
-      "  FreeBSD:       pkg install ${fbsd}\n"
-      "  or point CMAKE_PREFIX_PATH at an installation.")
+      "  Debian/Ubuntu: ${arg_DEBIAN}\n"
+      "  macOS:         ${arg_MACOS}\n"
+      "  FreeBSD:       ${arg_FREEBSD}\n"
+      "  or point CMAKE_PREFIX_PATH (or PPRT_${uname}_INCLUDE_DIR and\n"
+      "  PPRT_${uname}_LIBRARY) at an installation.")
   endif()
   add_library(pprt_dep::${name} UNKNOWN IMPORTED)
   set_target_properties(pprt_dep::${name} PROPERTIES
@@ -45,21 +44,25 @@ function(pprt_find_dependency name)
 endfunction()
 
 pprt_find_dependency(zlib PKG zlib HEADER zlib.h LIBS z
-  INSTALL zlib1g-dev zlib "(in base)")
+  DEBIAN "apt-get install zlib1g-dev" MACOS "part of the SDK, or brew install zlib"
+  FREEBSD "part of the base system")
 pprt_find_dependency(protobuf_c PKG libprotobuf-c HEADER protobuf-c/protobuf-c.h
-  LIBS protobuf-c INSTALL libprotobuf-c-dev protobuf-c protobuf-c)
+  LIBS protobuf-c DEBIAN "apt-get install libprotobuf-c-dev" MACOS "brew install protobuf-c"
+  FREEBSD "pkg install protobuf-c")
 set(pprt_dep_targets pprt_dep::zlib pprt_dep::protobuf_c)
 
 if(PPRT_UNWINDER STREQUAL "libunwind")
   # On Darwin libunwind is part of the system library.
   if(NOT CMAKE_SYSTEM_NAME STREQUAL "Darwin")
     pprt_find_dependency(libunwind PKG libunwind HEADER libunwind.h LIBS unwind
-      INSTALL libunwind-dev "(in the SDK)" libunwind)
+      DEBIAN "apt-get install libunwind-dev" MACOS "part of the SDK"
+      FREEBSD "pkg install libunwind")
     list(APPEND pprt_dep_targets pprt_dep::libunwind)
   endif()
 endif()
 
 if(PPRT_BUILD_TESTS)
   pprt_find_dependency(cmocka PKG cmocka HEADER cmocka.h LIBS cmocka
-    INSTALL libcmocka-dev cmocka cmocka)
+    DEBIAN "apt-get install libcmocka-dev" MACOS "brew install cmocka"
+    FREEBSD "pkg install cmocka")
 endif()
