@@ -106,7 +106,7 @@ static double bench_uncontended(size_t npcs) {
 struct writer_arg {
   pprt__ring *r;
   size_t npcs;
-  double rate;   /* writes per second to aim for; 0: as fast as possible */
+  double rate; /* writes per second to aim for; 0: as fast as possible */
   double until;
   long ok, lost;
 };
@@ -187,8 +187,8 @@ static struct result bench_writers(int nthreads, size_t npcs, double rate) {
   res.writes_per_s = (double)(ok + res.lost_seen) / elapsed;
   res.ns_per_write = elapsed * 1e9 / ((double)(ok + res.lost_seen) / nthreads);
   if (ok != res.read || res.lost_seen != res.lost_reported) {
-    fprintf(stderr, "accounting broken: wrote %ld read %ld, lost %ld reported %ld\n", ok,
-            res.read, res.lost_seen, res.lost_reported);
+    fprintf(stderr, "accounting broken: wrote %ld read %ld, lost %ld reported %ld\n", ok, res.read,
+            res.lost_seen, res.lost_reported);
     exit(1);
   }
   pprt__ring_destroy(&r);

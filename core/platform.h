@@ -111,7 +111,7 @@ void pprt__os_signal_forward(const pprt__os_sigsave *save, int sig, siginfo_t *i
 
 /* What pprt did to one thread's alternate stack, so it can undo it. */
 typedef struct pprt__os_altstack {
-  void *mem;     /* pprt's stack, NULL when the thread already had one */
+  void *mem; /* pprt's stack, NULL when the thread already had one */
   size_t size;
 } pprt__os_altstack;
 
@@ -156,11 +156,11 @@ enum pprt__os_sigprof_source pprt__os_sigprof_source(const siginfo_t *info);
 
 /* One executable mapping of a loaded image. */
 typedef struct pprt__os_image {
-  const char *path;      /* absolute; the main executable's real path */
-  uintptr_t start;       /* first address of the executable segment */
-  uintptr_t limit;       /* one past its last address */
-  uint64_t file_offset;  /* offset in the file that start maps */
-  uintptr_t load_bias;   /* runtime address minus link-time address */
+  const char *path;        /* absolute; the main executable's real path */
+  uintptr_t start;         /* first address of the executable segment */
+  uintptr_t limit;         /* one past its last address */
+  uint64_t file_offset;    /* offset in the file that start maps */
+  uintptr_t load_bias;     /* runtime address minus link-time address */
   const uint8_t *build_id; /* ELF NT_GNU_BUILD_ID or Mach-O LC_UUID bytes */
   size_t build_id_len;     /* 0 when the image has none */
   int is_main;             /* 1 for the main executable */

@@ -105,13 +105,12 @@ static size_t reserve(pprt__ring *r, size_t need) {
     pad = off + need > cap ? cap - off : 0;
     if (h + pad + need - t > cap)
       return SIZE_MAX;
-    if (atomic_compare_exchange_weak_explicit(&r->head, &h, h + pad + need,
-                                              memory_order_relaxed, memory_order_relaxed))
+    if (atomic_compare_exchange_weak_explicit(&r->head, &h, h + pad + need, memory_order_relaxed,
+                                              memory_order_relaxed))
       break;
   }
   if (pad) {
-    atomic_store_explicit(&r->words[h & (cap - 1)], WORD0(KIND_REWIND, pad),
-                          memory_order_release);
+    atomic_store_explicit(&r->words[h & (cap - 1)], WORD0(KIND_REWIND, pad), memory_order_release);
     h += pad;
   }
   return h;
@@ -131,8 +130,8 @@ static void put_record(pprt__ring *r, size_t pos, enum pprt__ring_kind kind, uin
   atomic_store_explicit(&w[0], WORD0(kind, len), memory_order_release);
 }
 
-int pprt__ring_write(pprt__ring *r, uint64_t timestamp, const uint64_t *hdr,
-                     const uintptr_t *pcs, size_t npcs) {
+int pprt__ring_write(pprt__ring *r, uint64_t timestamp, const uint64_t *hdr, const uintptr_t *pcs,
+                     size_t npcs) {
   size_t len = pprt__ring_record_words(r, npcs);
   if (len > r->max_record)
     return -EMSGSIZE;
@@ -238,8 +237,7 @@ static int wait_for_data(pprt__ring *r, uint64_t deadline) {
   }
   unsigned seq = atomic_load_explicit(&r->wake_seq, memory_order_acquire);
   atomic_exchange_explicit(&r->reader_waiting, 1, memory_order_acq_rel);
-  int ready = published_at_tail(r) ||
-              atomic_load_explicit(&r->lost, memory_order_relaxed) != 0 ||
+  int ready = published_at_tail(r) || atomic_load_explicit(&r->lost, memory_order_relaxed) != 0 ||
               atomic_load_explicit(&r->state, memory_order_acquire) == RING_CLOSED;
   if (!ready)
     pprt__os_wait(&r->wake_seq, seq, timeout);
@@ -247,8 +245,8 @@ static int wait_for_data(pprt__ring *r, uint64_t deadline) {
   return 0;
 }
 
-int pprt__ring_read(pprt__ring *r, enum pprt__ring_wait wait, uint64_t timeout_ns,
-                    uint64_t *buf, pprt__ring_record *rec) {
+int pprt__ring_read(pprt__ring *r, enum pprt__ring_wait wait, uint64_t timeout_ns, uint64_t *buf,
+                    pprt__ring_record *rec) {
   if (r->rate_pending) {
     r->rate_pending = 0;
     return synthetic(r, buf, rec, PPRT__RING_RATE, r->rate);

@@ -33,7 +33,7 @@ enum pprt__ring_kind {
  * to pprt__ring_read and stay valid until it is reused. */
 typedef struct pprt__ring_record {
   enum pprt__ring_kind kind;
-  size_t length;       /* words: 2 + hdr_words + npcs, as Go's profBuf */
+  size_t length; /* words: 2 + hdr_words + npcs, as Go's profBuf */
   uint64_t timestamp;
   const uint64_t *hdr; /* hdr_words words */
   const uint64_t *pcs;
@@ -44,20 +44,20 @@ typedef struct pprt__ring {
   _Atomic uint64_t *words; /* capacity words, zero where free */
   size_t capacity;         /* a power of two */
   size_t hdr_words;
-  size_t max_record;       /* words; at most capacity / 2 */
+  size_t max_record; /* words; at most capacity / 2 */
 
   /* Writers: absolute word positions. A writer reserves [head, head + n)
    * with a CAS; the reader frees up to tail. Free words are always zero, so
    * a nonzero first word means "record committed". */
   _Alignas(64) atomic_size_t head;
-  atomic_uint_least64_t lost;   /* records dropped, not yet reported */
-  atomic_size_t state;          /* writers inside write(), | CLOSED bit */
-  atomic_uint reader_waiting;   /* reader is (about to be) asleep */
-  atomic_uint wake_seq;         /* the word the reader sleeps on */
+  atomic_uint_least64_t lost; /* records dropped, not yet reported */
+  atomic_size_t state;        /* writers inside write(), | CLOSED bit */
+  atomic_uint reader_waiting; /* reader is (about to be) asleep */
+  atomic_uint wake_seq;       /* the word the reader sleeps on */
 
   /* Reader. */
   _Alignas(64) atomic_size_t tail;
-  int rate_pending;             /* rate record not yet returned */
+  int rate_pending; /* rate record not yet returned */
   uint64_t rate;
   int eof;
 } pprt__ring;
@@ -81,8 +81,8 @@ void pprt__ring_destroy(pprt__ring *r);
  * is counted as lost and will be reported); -EPIPE after pprt__ring_close
  * (not written, not counted); -EMSGSIZE when 2 + hdr_words + npcs exceeds
  * the ring's maximum record (not written, not counted). */
-int pprt__ring_write(pprt__ring *r, uint64_t timestamp, const uint64_t *hdr,
-                     const uintptr_t *pcs, size_t npcs);
+int pprt__ring_write(pprt__ring *r, uint64_t timestamp, const uint64_t *hdr, const uintptr_t *pcs,
+                     size_t npcs);
 
 /* Stops the ring: later writes return -EPIPE, and the reader, once it has
  * drained every record and the final loss count, gets EOF. Wakes the
@@ -93,8 +93,8 @@ void pprt__ring_close(pprt__ring *r);
  * it in rec. One reader at a time. Returns 1 for a record, -EAGAIN when none
  * is ready (NONBLOCK, or BLOCK and the timeout passed; timeout_ns 0 means
  * none), 0 at EOF (closed and drained). */
-int pprt__ring_read(pprt__ring *r, enum pprt__ring_wait wait, uint64_t timeout_ns,
-                    uint64_t *buf, pprt__ring_record *rec);
+int pprt__ring_read(pprt__ring *r, enum pprt__ring_wait wait, uint64_t timeout_ns, uint64_t *buf,
+                    pprt__ring_record *rec);
 
 /* Words a record with npcs pcs occupies. */
 static inline size_t pprt__ring_record_words(const pprt__ring *r, size_t npcs) {

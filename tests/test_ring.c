@@ -424,7 +424,8 @@ static void test_stress_threads_and_signal_handlers(void **state) {
   assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
 
   for (int i = 0; i < NTHREADS; i++)
-    assert_int_equal(pthread_create(&stress_threads[i], NULL, stress_writer, (void *)(intptr_t)i), 0);
+    assert_int_equal(pthread_create(&stress_threads[i], NULL, stress_writer, (void *)(intptr_t)i),
+                     0);
   pthread_t sig_thread;
   assert_int_equal(pthread_create(&sig_thread, NULL, stress_signaller, NULL), 0);
 
