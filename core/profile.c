@@ -1,0 +1,664 @@
+/* The profile builder: samples in, gzip'd pprof out (see profile.h).
+ *
+ * Divisions: growable arrays and the string table; locations (one per
+ * distinct adjusted pc, plus the synthetic frames); samples, deduplicated by
+ * (stack, labels) through a hash index over their keys; mappings; and the
+ * write path, which resolves mappings and names, fills the protobuf-c
+ * structs (pointing into the builder's arrays instead of copying), packs and
+ * gzips. The decoder is in profile_decode.c.
+ */
+#include "core/profile.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "core/table.h"
+
+#define MAX_TYPES 8
+
+/* Grows *arr (of elem-byte items, *cap of them) to hold at least need. */
+static int reserve(void **arr, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap)
+    return 0;
+  size_t ncap = *cap ? *cap : 16;
+  while (ncap < need)
+    ncap *= 2;
+  void *n = realloc(*arr, ncap * elem);
+  if (n == NULL)
+    return -ENOMEM;
+  *arr = n;
+  *cap = ncap;
+  return 0;
+}
+#define RESERVE(arr, cap, need) reserve((void **)&(arr), &(cap), (need), sizeof *(arr))
+
+typedef struct mapping {
+  uint64_t start, limit, offset;
+  int64_t path, build_id; /* string indices */
+} mapping;
+
+struct pprt__profile {
+  /* string table: strs[0] == "" */
+  char **strs;
+  size_t nstrs, strs_cap;
+  pprt__table str_index;
+
+  int64_t types[MAX_TYPES][2]; /* string indices of type, unit */
+  size_t ntypes;
+  int64_t period_type[2], period;
+  int64_t time_nanos, duration_nanos, default_type;
+  int64_t *comments;
+  size_t ncomments, comments_cap;
+
+  /* locations: id = index + 1 */
+  uint64_t *loc_addr;
+  int64_t *loc_synth; /* name of a synthetic frame, or 0 */
+  size_t nlocs, locs_cap, synth_cap;
+  pprt__table loc_index;
+
+  /* samples: key words in keys[key_off[i] ..], values at vals[i * ntypes] */
+  uint64_t *keys;
+  size_t nkeys, keys_cap;
+  size_t *key_off;
+  int64_t *vals;
+  size_t nsamples, key_off_cap, vals_cap;
+  pprt__table sample_index;
+  uint64_t *scratch; /* the key being built */
+  size_t scratch_cap;
+
+  mapping *maps;
+  size_t nmaps, maps_cap;
+};
+
+/* ---- strings ---------------------------------------------------------------- */
+
+struct str_key {
+  const pprt__profile *p;
+  const char *s;
+};
+
+static int str_eq(const void *ctx, uint32_t idx) {
+  const struct str_key *k = ctx;
+  return strcmp(k->p->strs[idx], k->s) == 0;
+}
+
+/* The index of s in the string table, adding it if new; -1 on ENOMEM. */
+static int64_t str_intern(pprt__profile *p, const char *s) {
+  if (s == NULL || s[0] == '\0')
+    return 0;
+  if (RESERVE(p->strs, p->strs_cap, p->nstrs + 1) != 0)
+    return -1;
+  struct str_key k = {p, s};
+  int64_t idx = pprt__table_intern(&p->str_index, pprt__hash_bytes(s, strlen(s)), str_eq, &k,
+                                   (uint32_t)p->nstrs);
+  if (idx == (int64_t)p->nstrs) {
+    char *copy = strdup(s);
+    if (copy == NULL) {
+      /* Leave the index pointing at a valid string; the entry is unused. */
+      p->strs[p->nstrs++] = (char *)"";
+      return -1;
+    }
+    p->strs[p->nstrs++] = copy;
+  }
+  return idx;
+}
+
+/* ---- life cycle ---------------------------------------------------------------- */
+
+int pprt__profile_new(pprt__profile **out, const pprt__value_type *types, size_t ntypes,
+                      pprt__value_type period_type, int64_t period) {
+  *out = NULL;
+  if (ntypes == 0 || ntypes > MAX_TYPES)
+    return -EINVAL;
+  pprt__profile *p = calloc(1, sizeof *p);
+  if (p == NULL)
+    return -ENOMEM;
+  if (RESERVE(p->strs, p->strs_cap, 1) != 0) {
+    free(p);
+    return -ENOMEM;
+  }
+  p->strs[p->nstrs++] = (char *)""; /* index 0, never freed */
+  p->ntypes = ntypes;
+  int bad = 0;
+  for (size_t i = 0; i < ntypes; i++) {
+    p->types[i][0] = str_intern(p, types[i].type);
+    p->types[i][1] = str_intern(p, types[i].unit);
+    bad |= p->types[i][0] < 0 || p->types[i][1] < 0;
+  }
+  p->period_type[0] = str_intern(p, period_type.type);
+  p->period_type[1] = str_intern(p, period_type.unit);
+  bad |= p->period_type[0] < 0 || p->period_type[1] < 0;
+  p->period = period;
+  if (bad) {
+    pprt__profile_free(p);
+    return -ENOMEM;
+  }
+  *out = p;
+  return 0;
+}
+
+void pprt__profile_free(pprt__profile *p) {
+  if (p == NULL)
+    return;
+  for (size_t i = 1; i < p->nstrs; i++)
+    if (p->strs[i][0] != '\0')
+      free(p->strs[i]);
+  free(p->strs);
+  pprt__table_free(&p->str_index);
+  free(p->comments);
+  free(p->loc_addr);
+  free(p->loc_synth);
+  pprt__table_free(&p->loc_index);
+  free(p->keys);
+  free(p->key_off);
+  free(p->vals);
+  free(p->scratch);
+  pprt__table_free(&p->sample_index);
+  free(p->maps);
+  free(p);
+}
+
+void pprt__profile_set_time(pprt__profile *p, int64_t time_nanos, int64_t duration_nanos) {
+  p->time_nanos = time_nanos;
+  p->duration_nanos = duration_nanos;
+}
+
+int pprt__profile_set_default_type(pprt__profile *p, const char *type) {
+  for (size_t i = 0; i < p->ntypes; i++)
+    if (strcmp(p->strs[p->types[i][0]], type) == 0) {
+      p->default_type = p->types[i][0];
+      return 0;
+    }
+  return -EINVAL;
+}
+
+int pprt__profile_add_comment(pprt__profile *p, const char *comment) {
+  if (RESERVE(p->comments, p->comments_cap, p->ncomments + 1) != 0)
+    return -ENOMEM;
+  int64_t idx = str_intern(p, comment);
+  if (idx < 0)
+    return -ENOMEM;
+  p->comments[p->ncomments++] = idx;
+  return 0;
+}
+
+size_t pprt__profile_sample_count(const pprt__profile *p) {
+  return p->nsamples;
+}
+
+/* ---- locations ---------------------------------------------------------------- */
+
+struct loc_key {
+  const pprt__profile *p;
+  uint64_t addr;
+  int64_t synth;
+};
+
+static int loc_eq(const void *ctx, uint32_t idx) {
+  const struct loc_key *k = ctx;
+  return k->p->loc_addr[idx] == k->addr && k->p->loc_synth[idx] == k->synth;
+}
+
+/* The id of the location for (addr, synthetic name), adding it if new; 0 on
+ * ENOMEM. */
+static uint64_t loc_intern(pprt__profile *p, uint64_t addr, int64_t synth) {
+  if (RESERVE(p->loc_addr, p->locs_cap, p->nlocs + 1) != 0 ||
+      RESERVE(p->loc_synth, p->synth_cap, p->nlocs + 1) != 0)
+    return 0;
+  struct loc_key k = {p, addr, synth};
+  uint64_t h = pprt__hash_finish(pprt__hash_word(pprt__hash_word(PPRT__HASH_SEED, addr),
+                                                 (uint64_t)synth));
+  int64_t idx = pprt__table_intern(&p->loc_index, h, loc_eq, &k, (uint32_t)p->nlocs);
+  if (idx < 0)
+    return 0;
+  if (idx == (int64_t)p->nlocs) {
+    p->loc_addr[p->nlocs] = addr;
+    p->loc_synth[p->nlocs] = synth;
+    p->nlocs++;
+  }
+  return (uint64_t)idx + 1;
+}
+
+/* ---- samples ------------------------------------------------------------------ */
+
+/* A sample's key: [nlocs, loc ids..., nlabels, (key, str, num, unit) per
+ * label]. The loc ids sit where protobuf-c can point at them directly. */
+#define KEY_LEN(k) (1 + (k)[0] + 1 + 4 * (k)[1 + (k)[0]])
+
+struct sample_key {
+  const pprt__profile *p;
+  const uint64_t *key;
+  size_t len;
+};
+
+static int sample_eq(const void *ctx, uint32_t idx) {
+  const struct sample_key *k = ctx;
+  const uint64_t *other = k->p->keys + k->p->key_off[idx];
+  return KEY_LEN(other) == k->len && memcmp(other, k->key, k->len * sizeof *other) == 0;
+}
+
+/* Adds values to the sample whose key is in p->scratch (len words). */
+static int add_key(pprt__profile *p, size_t len, const int64_t *values) {
+  struct sample_key k = {p, p->scratch, len};
+  uint64_t h = PPRT__HASH_SEED;
+  for (size_t i = 0; i < len; i++)
+    h = pprt__hash_word(h, p->scratch[i]);
+  h = pprt__hash_finish(h);
+  if (RESERVE(p->key_off, p->key_off_cap, p->nsamples + 1) != 0 ||
+      RESERVE(p->vals, p->vals_cap, (p->nsamples + 1) * p->ntypes) != 0 ||
+      RESERVE(p->keys, p->keys_cap, p->nkeys + len) != 0)
+    return -ENOMEM;
+  int64_t idx = pprt__table_intern(&p->sample_index, h, sample_eq, &k, (uint32_t)p->nsamples);
+  if (idx < 0)
+    return -ENOMEM;
+  if (idx == (int64_t)p->nsamples) {
+    p->key_off[idx] = p->nkeys;
+    memcpy(p->keys + p->nkeys, p->scratch, len * sizeof *p->keys);
+    p->nkeys += len;
+    memset(p->vals + idx * p->ntypes, 0, p->ntypes * sizeof *p->vals);
+    p->nsamples++;
+  }
+  int64_t *v = p->vals + idx * p->ntypes;
+  for (size_t i = 0; i < p->ntypes; i++)
+    v[i] += values[i];
+  return 0;
+}
+
+/* Writes the labels part of a key at p->scratch[at]; returns the key's
+ * length or -ENOMEM. */
+static int64_t put_labels(pprt__profile *p, size_t at, const pprt__label *labels,
+                          size_t nlabels) {
+  if (RESERVE(p->scratch, p->scratch_cap, at + 1 + 4 * nlabels) != 0)
+    return -ENOMEM;
+  p->scratch[at++] = nlabels;
+  for (size_t i = 0; i < nlabels; i++) {
+    const pprt__label *l = &labels[i];
+    int64_t key = str_intern(p, l->key);
+    int64_t str = l->str ? str_intern(p, l->str) : 0;
+    int64_t unit = (!l->str && l->num_unit) ? str_intern(p, l->num_unit) : 0;
+    if (key < 0 || str < 0 || unit < 0)
+      return -ENOMEM;
+    p->scratch[at++] = (uint64_t)key;
+    p->scratch[at++] = (uint64_t)str;
+    p->scratch[at++] = l->str ? 0 : (uint64_t)l->num;
+    p->scratch[at++] = (uint64_t)unit;
+  }
+  return (int64_t)at;
+}
+
+int pprt__profile_add(pprt__profile *p, const uintptr_t *pcs, size_t npcs, unsigned flags,
+                      const int64_t *values, const pprt__label *labels, size_t nlabels) {
+  if ((npcs && pcs == NULL) || values == NULL || (nlabels && labels == NULL))
+    return -EINVAL;
+  if (RESERVE(p->scratch, p->scratch_cap, 1 + npcs) != 0)
+    return -ENOMEM;
+  p->scratch[0] = npcs;
+  for (size_t i = 0; i < npcs; i++) {
+    uint64_t addr = (uint64_t)pcs[i];
+    /* A return address points after the call; minus one lands in it, so
+     * the frame is attributed to the calling line, not the next one. */
+    if ((i > 0 || !(flags & PPRT__STACK_LEAF_EXACT)) && addr > 0)
+      addr--;
+    uint64_t id = loc_intern(p, addr, 0);
+    if (id == 0)
+      return -ENOMEM;
+    p->scratch[1 + i] = id;
+  }
+  int64_t len = put_labels(p, 1 + npcs, labels, nlabels);
+  return len < 0 ? (int)len : add_key(p, (size_t)len, values);
+}
+
+int pprt__profile_add_synthetic(pprt__profile *p, const char *name, const int64_t *values,
+                                const pprt__label *labels, size_t nlabels) {
+  if (name == NULL || name[0] == '\0' || values == NULL || (nlabels && labels == NULL))
+    return -EINVAL;
+  int64_t synth = str_intern(p, name);
+  if (synth < 0 || RESERVE(p->scratch, p->scratch_cap, 2) != 0)
+    return -ENOMEM;
+  uint64_t id = loc_intern(p, 0, synth);
+  if (id == 0)
+    return -ENOMEM;
+  p->scratch[0] = 1;
+  p->scratch[1] = id;
+  int64_t len = put_labels(p, 2, labels, nlabels);
+  return len < 0 ? (int)len : add_key(p, (size_t)len, values);
+}
+
+/* ---- mappings ------------------------------------------------------------------- */
+
+int pprt__profile_add_mapping(pprt__profile *p, const pprt__mapping_info *m) {
+  if (m->limit <= m->start || m->path == NULL)
+    return -EINVAL;
+  if (RESERVE(p->maps, p->maps_cap, p->nmaps + 1) != 0)
+    return -ENOMEM;
+  int64_t path = str_intern(p, m->path), bid = m->build_id ? str_intern(p, m->build_id) : 0;
+  if (path < 0 || bid < 0)
+    return -ENOMEM;
+  p->maps[p->nmaps++] = (mapping){m->start, m->limit, m->file_offset, path, bid};
+  return 0;
+}
+
+/* ---- writing -------------------------------------------------------------------- */
+
+/* Everything the write path allocates, freed together. */
+typedef struct encoding {
+  Pprt__Profile prof;
+  Pprt__ValueType types[MAX_TYPES], *type_ptrs[MAX_TYPES], period_type;
+  Pprt__Sample *samples, **sample_ptrs;
+  Pprt__Label *labels, **label_ptrs;
+  Pprt__Mapping *maps, **map_ptrs;
+  Pprt__Location *locs, **loc_ptrs;
+  Pprt__Line *lines, **line_ptrs;
+  Pprt__Function *funcs, **func_ptrs;
+  uint32_t *loc_map;   /* per location: index into maps + 1, or 0 */
+  uint64_t *func_of;   /* per location: function id, or 0 */
+  int64_t *func_name;  /* per function: string index */
+  uint8_t *map_named;  /* per mapping: every location in it has a name */
+  uint8_t *packed;
+} encoding;
+
+static void encoding_free(encoding *e) {
+  free(e->samples);
+  free(e->sample_ptrs);
+  free(e->labels);
+  free(e->label_ptrs);
+  free(e->maps);
+  free(e->map_ptrs);
+  free(e->locs);
+  free(e->loc_ptrs);
+  free(e->lines);
+  free(e->line_ptrs);
+  free(e->funcs);
+  free(e->func_ptrs);
+  free(e->loc_map);
+  free(e->func_of);
+  free(e->func_name);
+  free(e->map_named);
+  free(e->packed);
+}
+
+/* Finds the mapping holding addr among the first n (they may overlap only
+ * if the caller declared overlapping ones; the first declared wins). */
+static uint32_t find_mapping(const pprt__profile *p, size_t n, uint64_t addr) {
+  for (size_t i = 0; i < n; i++)
+    if (addr >= p->maps[i].start && addr < p->maps[i].limit)
+      return (uint32_t)i + 1;
+  return 0;
+}
+
+struct func_key {
+  const encoding *e;
+  int64_t name;
+};
+
+static int func_eq(const void *ctx, uint32_t idx) {
+  const struct func_key *k = ctx;
+  return k->e->func_name[idx] == k->name;
+}
+
+/* Resolves each location's mapping (adding "[anon]" for addresses in none)
+ * and, with sym, its function. */
+static int resolve(pprt__profile *p, encoding *e, pprt__symbolize_fn sym, void *sym_ctx,
+                   size_t *nfuncs) {
+  size_t declared = p->nmaps;
+  e->loc_map = calloc(p->nlocs + 1, sizeof *e->loc_map);
+  e->func_of = calloc(p->nlocs + 1, sizeof *e->func_of);
+  e->func_name = calloc(p->nlocs + 1, sizeof *e->func_name);
+  if (!e->loc_map || !e->func_of || !e->func_name)
+    return -ENOMEM;
+
+  /* Sorted search would be faster; images number in the tens and this runs
+   * once per distinct pc, so a scan with a one-entry cache does. */
+  uint64_t anon_lo = UINT64_MAX, anon_hi = 0;
+  uint32_t last = 0;
+  for (size_t i = 0; i < p->nlocs; i++) {
+    if (p->loc_synth[i])
+      continue;
+    uint64_t a = p->loc_addr[i];
+    uint32_t m = 0;
+    if (last && a >= p->maps[last - 1].start && a < p->maps[last - 1].limit)
+      m = last;
+    else
+      m = find_mapping(p, declared, a);
+    e->loc_map[i] = m;
+    if (m)
+      last = m;
+    else {
+      anon_lo = a < anon_lo ? a : anon_lo;
+      anon_hi = a > anon_hi ? a : anon_hi;
+    }
+  }
+  if (anon_lo != UINT64_MAX) {
+    const uint64_t page = 4096;
+    pprt__mapping_info anon = {anon_lo & ~(page - 1), (anon_hi | (page - 1)) + 1, 0, "[anon]",
+                               NULL};
+    if (anon.limit < anon.start) /* the top page of the address space */
+      anon.limit = UINT64_MAX;
+    if (pprt__profile_add_mapping(p, &anon) != 0)
+      return -ENOMEM;
+    for (size_t i = 0; i < p->nlocs; i++)
+      if (!p->loc_synth[i] && e->loc_map[i] == 0)
+        e->loc_map[i] = (uint32_t)p->nmaps;
+  }
+
+  e->map_named = malloc(p->nmaps + 1);
+  if (!e->map_named)
+    return -ENOMEM;
+  memset(e->map_named, sym ? 1 : 0, p->nmaps + 1);
+  uint8_t *map_used = calloc(p->nmaps + 1, 1);
+  if (!map_used)
+    return -ENOMEM;
+  pprt__table funcs = {0};
+  int rc = 0;
+  *nfuncs = 0;
+  for (size_t i = 0; i < p->nlocs && rc == 0; i++) {
+    int64_t name = p->loc_synth[i];
+    if (!name) {
+      map_used[e->loc_map[i]] = 1;
+      const char *s = sym ? sym(sym_ctx, p->loc_addr[i]) : NULL;
+      if (s == NULL || s[0] == '\0') {
+        e->map_named[e->loc_map[i]] = 0;
+        continue;
+      }
+      if ((name = str_intern(p, s)) < 0) {
+        rc = -ENOMEM;
+        break;
+      }
+    }
+    struct func_key k = {e, name};
+    e->func_name[*nfuncs] = name;
+    int64_t idx = pprt__table_intern(&funcs, pprt__hash_finish((uint64_t)name), func_eq, &k,
+                                     (uint32_t)*nfuncs);
+    if (idx < 0)
+      rc = -ENOMEM;
+    else {
+      if (idx == (int64_t)*nfuncs)
+        (*nfuncs)++;
+      e->func_of[i] = (uint64_t)idx + 1;
+    }
+  }
+  for (size_t m = 1; m <= p->nmaps; m++)
+    e->map_named[m] &= map_used[m];
+  free(map_used);
+  pprt__table_free(&funcs);
+  return rc;
+}
+
+/* Fills e->prof from the builder, pointing into its arrays. */
+static int fill(pprt__profile *p, encoding *e, size_t nfuncs) {
+  Pprt__Profile *prof = &e->prof;
+  pprt__profile__init(prof);
+  for (size_t i = 0; i < p->ntypes; i++) {
+    pprt__value_type__init(&e->types[i]);
+    e->types[i].type = p->types[i][0];
+    e->types[i].unit = p->types[i][1];
+    e->type_ptrs[i] = &e->types[i];
+  }
+  prof->n_sample_type = p->ntypes;
+  prof->sample_type = e->type_ptrs;
+  pprt__value_type__init(&e->period_type);
+  e->period_type.type = p->period_type[0];
+  e->period_type.unit = p->period_type[1];
+  prof->period_type = &e->period_type;
+  prof->period = p->period;
+  prof->time_nanos = p->time_nanos;
+  prof->duration_nanos = p->duration_nanos;
+  prof->default_sample_type = p->default_type;
+  prof->n_comment = p->ncomments;
+  prof->comment = p->comments;
+
+  size_t nlabels = 0;
+  for (size_t i = 0; i < p->nsamples; i++) {
+    const uint64_t *k = p->keys + p->key_off[i];
+    nlabels += k[1 + k[0]];
+  }
+  e->samples = calloc(p->nsamples + 1, sizeof *e->samples);
+  e->sample_ptrs = calloc(p->nsamples + 1, sizeof *e->sample_ptrs);
+  e->labels = calloc(nlabels + 1, sizeof *e->labels);
+  e->label_ptrs = calloc(nlabels + 1, sizeof *e->label_ptrs);
+  e->maps = calloc(p->nmaps + 1, sizeof *e->maps);
+  e->map_ptrs = calloc(p->nmaps + 1, sizeof *e->map_ptrs);
+  e->locs = calloc(p->nlocs + 1, sizeof *e->locs);
+  e->loc_ptrs = calloc(p->nlocs + 1, sizeof *e->loc_ptrs);
+  e->lines = calloc(p->nlocs + 1, sizeof *e->lines);
+  e->line_ptrs = calloc(p->nlocs + 1, sizeof *e->line_ptrs);
+  e->funcs = calloc(nfuncs + 1, sizeof *e->funcs);
+  e->func_ptrs = calloc(nfuncs + 1, sizeof *e->func_ptrs);
+  if (!e->samples || !e->sample_ptrs || !e->labels || !e->label_ptrs || !e->maps ||
+      !e->map_ptrs || !e->locs || !e->loc_ptrs || !e->lines || !e->line_ptrs || !e->funcs ||
+      !e->func_ptrs)
+    return -ENOMEM;
+
+  Pprt__Label *label = e->labels;
+  for (size_t i = 0; i < p->nsamples; i++) {
+    uint64_t *k = p->keys + p->key_off[i];
+    Pprt__Sample *s = &e->samples[i];
+    pprt__sample__init(s);
+    s->n_location_id = k[0];
+    s->location_id = k + 1;
+    s->n_value = p->ntypes;
+    s->value = p->vals + i * p->ntypes;
+    const uint64_t *l = k + 1 + k[0];
+    s->n_label = l[0];
+    s->label = e->label_ptrs + (label - e->labels);
+    for (size_t j = 0; j < l[0]; j++, label++) {
+      const uint64_t *t = l + 1 + 4 * j;
+      pprt__label__init(label);
+      label->key = (int64_t)t[0];
+      label->str = (int64_t)t[1];
+      label->num = (int64_t)t[2];
+      label->num_unit = (int64_t)t[3];
+      e->label_ptrs[label - e->labels] = label;
+    }
+    e->sample_ptrs[i] = s;
+  }
+  prof->n_sample = p->nsamples;
+  prof->sample = e->sample_ptrs;
+
+  for (size_t i = 0; i < p->nmaps; i++) {
+    Pprt__Mapping *m = &e->maps[i];
+    pprt__mapping__init(m);
+    m->id = i + 1;
+    m->memory_start = p->maps[i].start;
+    m->memory_limit = p->maps[i].limit;
+    m->file_offset = p->maps[i].offset;
+    m->filename = p->maps[i].path;
+    m->build_id = p->maps[i].build_id;
+    m->has_functions = e->map_named[i + 1];
+    e->map_ptrs[i] = m;
+  }
+  prof->n_mapping = p->nmaps;
+  prof->mapping = e->map_ptrs;
+
+  for (size_t i = 0; i < p->nlocs; i++) {
+    Pprt__Location *l = &e->locs[i];
+    pprt__location__init(l);
+    l->id = i + 1;
+    l->mapping_id = e->loc_map[i];
+    l->address = p->loc_addr[i];
+    if (e->func_of[i]) {
+      pprt__line__init(&e->lines[i]);
+      e->lines[i].function_id = e->func_of[i];
+      e->line_ptrs[i] = &e->lines[i];
+      l->n_line = 1;
+      l->line = &e->line_ptrs[i];
+    }
+    e->loc_ptrs[i] = l;
+  }
+  prof->n_location = p->nlocs;
+  prof->location = e->loc_ptrs;
+
+  for (size_t i = 0; i < nfuncs; i++) {
+    Pprt__Function *f = &e->funcs[i];
+    pprt__function__init(f);
+    f->id = i + 1;
+    f->name = f->system_name = e->func_name[i];
+    e->func_ptrs[i] = f;
+  }
+  prof->n_function = nfuncs;
+  prof->function = e->func_ptrs;
+
+  prof->n_string_table = p->nstrs;
+  prof->string_table = p->strs;
+  return 0;
+}
+
+/* gzips len bytes into out, a chunk at a time. */
+static int gzip_to(const uint8_t *data, size_t len, pprt_writer out) {
+  z_stream zs;
+  memset(&zs, 0, sizeof zs);
+  /* 15 window bits + 16: a gzip header and trailer, as pprof expects. */
+  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK)
+    return -ENOMEM;
+  uint8_t chunk[1 << 16];
+  int rc = 0, zrc;
+  zs.next_in = (Bytef *)data;
+  do {
+    size_t in = len > (1u << 30) ? (1u << 30) : len;
+    zs.avail_in = (uInt)in;
+    len -= in;
+    int flush = len == 0 ? Z_FINISH : Z_NO_FLUSH;
+    do {
+      zs.next_out = chunk;
+      zs.avail_out = sizeof chunk;
+      zrc = deflate(&zs, flush);
+      size_t n = sizeof chunk - zs.avail_out;
+      if (n && (rc = out.write(out.ctx, chunk, n)) != 0)
+        goto done;
+    } while (zs.avail_out == 0);
+  } while (len > 0);
+  if (zrc != Z_STREAM_END)
+    rc = -EIO;
+done:
+  deflateEnd(&zs);
+  return rc;
+}
+
+int pprt__profile_write(pprt__profile *p, pprt__symbolize_fn sym, void *sym_ctx,
+                        pprt_writer out) {
+  encoding e;
+  memset(&e, 0, sizeof e);
+  size_t nfuncs = 0;
+  size_t declared_maps = p->nmaps;
+  int rc = resolve(p, &e, sym, sym_ctx, &nfuncs);
+  if (rc == 0)
+    rc = fill(p, &e, nfuncs);
+  if (rc == 0) {
+    size_t size = pprt__profile__get_packed_size(&e.prof);
+    e.packed = malloc(size ? size : 1);
+    if (e.packed == NULL)
+      rc = -ENOMEM;
+    else {
+      pprt__profile__pack(&e.prof, e.packed);
+      rc = gzip_to(e.packed, size, out);
+    }
+  }
+  /* The "[anon]" mapping belongs to this write: a later write may see
+   * more addresses. */
+  p->nmaps = declared_maps;
+  encoding_free(&e);
+  return rc;
+}

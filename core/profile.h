@@ -1,0 +1,113 @@
+/* The profile builder and decoder: stacks in, gzip'd pprof out, and back.
+ *
+ * The builder is platform-neutral: callers add samples (raw pcs, values,
+ * labels), the mappings of the loaded images, and at write time a function
+ * that names addresses. core/profile_os.c fills mappings and names from the
+ * platform contract; tests pass their own. Nothing here is AS-safe: the
+ * builder runs on the reader thread or the thread that writes the profile.
+ */
+#ifndef PPRT_CORE_PROFILE_H
+#define PPRT_CORE_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pprt.h"
+#include "proto/profile.pb-c.h"
+
+typedef struct pprt__profile pprt__profile;
+
+typedef struct pprt__value_type {
+  const char *type; /* e.g. "cpu" */
+  const char *unit; /* e.g. "nanoseconds" */
+} pprt__value_type;
+
+/* A label on a sample: a string label when str is not NULL, else numeric
+ * (num, with num_unit or NULL). */
+typedef struct pprt__label {
+  const char *key;
+  const char *str;
+  int64_t num;
+  const char *num_unit;
+} pprt__label;
+
+/* The names of the synthetic frames. */
+#define PPRT__FRAME_LOST "pprt_lost_samples"
+#define PPRT__FRAME_EXTERNAL "pprt_external_code"
+
+/* Creates an empty profile whose samples carry ntypes values (at most 8).
+ * period_type and period describe one sampling event. Errors: -EINVAL,
+ * -ENOMEM. */
+int pprt__profile_new(pprt__profile **out, const pprt__value_type *types, size_t ntypes,
+                      pprt__value_type period_type, int64_t period);
+void pprt__profile_free(pprt__profile *p);
+
+/* Collection start (Unix ns) and length. */
+void pprt__profile_set_time(pprt__profile *p, int64_t time_nanos, int64_t duration_nanos);
+/* The sample type a viewer shows first, by type name. -EINVAL if unknown. */
+int pprt__profile_set_default_type(pprt__profile *p, const char *type);
+int pprt__profile_add_comment(pprt__profile *p, const char *comment);
+
+/* How add interprets pcs. */
+enum {
+  /* pcs[0] is the exact interrupted instruction (a CPU sample's leaf);
+   * without it every pc is a return address. */
+  PPRT__STACK_LEAF_EXACT = 1,
+};
+
+/* Adds values to the sample with this stack and these labels, creating it
+ * the first time. pcs are leaf first; return addresses are stored as
+ * address - 1 so they fall inside the call instruction. npcs may be 0.
+ * Errors: -ENOMEM (no sample is added or changed), -EINVAL. */
+int pprt__profile_add(pprt__profile *p, const uintptr_t *pcs, size_t npcs, unsigned flags,
+                      const int64_t *values, const pprt__label *labels, size_t nlabels);
+
+/* Adds values to a sample whose stack is one synthetic frame, the function
+ * `name` with no mapping (PPRT__FRAME_LOST, PPRT__FRAME_EXTERNAL). */
+int pprt__profile_add_synthetic(pprt__profile *p, const char *name, const int64_t *values,
+                                const pprt__label *labels, size_t nlabels);
+
+/* An executable mapping, as pprt__os_image describes one. */
+typedef struct pprt__mapping_info {
+  uint64_t start, limit, file_offset;
+  const char *path;     /* absolute, or a bracketed name: "[vdso]" */
+  const char *build_id; /* lowercase hex, or NULL */
+} pprt__mapping_info;
+
+/* Declares a mapping; the first one added is the main executable. Addresses
+ * in no mapping share one "[anon]" mapping at write time. */
+int pprt__profile_add_mapping(pprt__profile *p, const pprt__mapping_info *m);
+
+/* Names the function containing addr: returns its name (valid until the
+ * next call) or NULL when unknown. */
+typedef const char *(*pprt__symbolize_fn)(void *ctx, uint64_t addr);
+
+/* Encodes, gzips and writes the profile. sym NULL leaves locations as
+ * addresses for the reader to symbolize through the mappings. Returns 0 or
+ * the first error (-ENOMEM, or the writer's). */
+int pprt__profile_write(pprt__profile *p, pprt__symbolize_fn sym, void *sym_ctx,
+                        pprt_writer out);
+
+/* Counts, for callers and tests. */
+size_t pprt__profile_sample_count(const pprt__profile *p);
+
+/* ---- decoding ---------------------------------------------------------------- */
+
+/* Decodes a profile: gunzips it (data that is not gzip is tried as a bare
+ * protobuf message, as pprof does), unpacks it and checks it with
+ * pprt__profile_check. On error returns -EINVAL (or -ENOMEM, -EFBIG) and
+ * writes a one-line reason into err. Free the result with
+ * pprt__profile_decoded_free. */
+int pprt__profile_decode(const void *data, size_t len, Pprt__Profile **out, char *err,
+                         size_t errlen);
+void pprt__profile_decoded_free(Pprt__Profile *prof);
+
+/* Checks pprof's structural rules: string_table[0] is "", string indices in
+ * range, ids nonzero and unique, references resolve, len(value) ==
+ * len(sample_type). Returns 0, or -EINVAL with the first problem in err. */
+int pprt__profile_check(const Pprt__Profile *prof, char *err, size_t errlen);
+
+/* Largest decompressed profile the decoder accepts. */
+#define PPRT__PROFILE_MAX_BYTES ((size_t)1 << 30)
+
+#endif /* PPRT_CORE_PROFILE_H */

@@ -1,0 +1,66 @@
+/* The hash index of table.h: linear probing, grown at 50% load, full hashes
+ * kept so growing never calls back into the caller. */
+#include "core/table.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int grow(pprt__table *t) {
+  size_t ncap = t->cap ? t->cap * 2 : 64;
+  pprt__table_slot *ns = calloc(ncap, sizeof *ns);
+  if (ns == NULL)
+    return -1;
+  for (size_t i = 0; i < t->cap; i++) {
+    pprt__table_slot s = t->slots[i];
+    if (s.index_plus_1 == 0)
+      continue;
+    size_t j = (size_t)s.hash & (ncap - 1);
+    while (ns[j].index_plus_1 != 0)
+      j = (j + 1) & (ncap - 1);
+    ns[j] = s;
+  }
+  free(t->slots);
+  t->slots = ns;
+  t->cap = ncap;
+  return 0;
+}
+
+int64_t pprt__table_intern(pprt__table *t, uint64_t hash, pprt__table_eq eq, const void *ctx,
+                           uint32_t new_index) {
+  if ((t->count + 1) * 2 > t->cap && grow(t) != 0)
+    return -1;
+  size_t j = (size_t)hash & (t->cap - 1);
+  for (;;) {
+    pprt__table_slot *s = &t->slots[j];
+    if (s->index_plus_1 == 0) {
+      s->hash = hash;
+      s->index_plus_1 = new_index + 1;
+      t->count++;
+      return new_index;
+    }
+    if (s->hash == hash && eq(ctx, s->index_plus_1 - 1))
+      return s->index_plus_1 - 1;
+    j = (j + 1) & (t->cap - 1);
+  }
+}
+
+void pprt__table_free(pprt__table *t) {
+  free(t->slots);
+  memset(t, 0, sizeof *t);
+}
+
+uint64_t pprt__hash_bytes(const void *data, size_t len) {
+  const unsigned char *p = data;
+  uint64_t h = PPRT__HASH_SEED;
+  while (len >= 8) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    h = pprt__hash_word(h, w);
+    p += 8;
+    len -= 8;
+  }
+  uint64_t w = 0;
+  memcpy(&w, p, len);
+  h = pprt__hash_word(h, w ^ ((uint64_t)len << 56));
+  return pprt__hash_finish(h);
+}

@@ -1,0 +1,53 @@
+/* An open-addressing hash index: maps a 64-bit hash plus a caller-defined
+ * equality to a dense index (0, 1, 2, ...) into the caller's own arrays. The
+ * profile builder and the trace encoder keep their entries in arrays and use
+ * this to find them. Not AS-safe: it allocates when it grows. */
+#ifndef PPRT_CORE_TABLE_H
+#define PPRT_CORE_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pprt__table_slot {
+  uint64_t hash;
+  uint32_t index_plus_1; /* 0: empty */
+} pprt__table_slot;
+
+typedef struct pprt__table {
+  pprt__table_slot *slots;
+  size_t cap; /* a power of two, or 0 */
+  size_t count;
+} pprt__table;
+
+/* Returns 1 when entry idx equals the key being looked up. */
+typedef int (*pprt__table_eq)(const void *ctx, uint32_t idx);
+
+/* Looks up hash/eq. Returns the entry's index, or when absent inserts
+ * new_index and returns it. Returns -1 (table unchanged) when growing fails.
+ * The caller checks whether the result equals new_index to know it was
+ * inserted. */
+int64_t pprt__table_intern(pprt__table *t, uint64_t hash, pprt__table_eq eq, const void *ctx,
+                           uint32_t new_index);
+
+void pprt__table_free(pprt__table *t);
+
+/* Hashing: fold words in, then finish. */
+static inline uint64_t pprt__hash_word(uint64_t h, uint64_t w) {
+  h ^= w;
+  h *= UINT64_C(0x100000001b3);
+  return h ^ (h >> 29);
+}
+
+static inline uint64_t pprt__hash_finish(uint64_t h) {
+  h ^= h >> 33;
+  h *= UINT64_C(0xff51afd7ed558ccd);
+  h ^= h >> 33;
+  h *= UINT64_C(0xc4ceb9fe1a85ec53);
+  return h ^ (h >> 33);
+}
+
+uint64_t pprt__hash_bytes(const void *data, size_t len);
+
+#define PPRT__HASH_SEED UINT64_C(0xcbf29ce484222325)
+
+#endif /* PPRT_CORE_TABLE_H */
