@@ -58,10 +58,15 @@ struct pprt__profile {
   size_t nlocs, locs_cap, synth_cap;
   pprt__table loc_index;
 
-  /* samples: key words in keys[key_off[i] ..], values at vals[i * ntypes] */
+  /* samples: key words in keys[key_off[i] ..], location ids in
+   * locids[locid_off[i] ..], values at vals[i * ntypes] */
   uint64_t *keys;
   size_t nkeys, keys_cap;
   size_t *key_off;
+  uint64_t *locids;
+  size_t nlocids, locids_cap;
+  size_t *locid_off;
+  size_t locid_off_cap;
   int64_t *vals;
   size_t nsamples, key_off_cap, vals_cap;
   pprt__table sample_index;
@@ -153,6 +158,8 @@ void pprt__profile_free(pprt__profile *p) {
   pprt__table_free(&p->loc_index);
   free(p->keys);
   free(p->key_off);
+  free(p->locids);
+  free(p->locid_off);
   free(p->vals);
   free(p->scratch);
   pprt__table_free(&p->sample_index);
@@ -223,9 +230,15 @@ static uint64_t loc_intern(pprt__profile *p, uint64_t addr, int64_t synth) {
 
 /* ---- samples ------------------------------------------------------------------ */
 
-/* A sample's key: [nlocs, loc ids..., nlabels, (key, str, num, unit) per
- * label]. The loc ids sit where protobuf-c can point at them directly. */
-#define KEY_LEN(k) (1 + (k)[0] + 1 + 4 * (k)[1 + (k)[0]])
+/* A sample's key: [nframes, frame words..., nlabels, (key, str, num, unit)
+ * per label]. Frame words are the adjusted addresses, so a repeated stack
+ * is found by hashing the words the caller passed, without touching the
+ * location table; only a new sample interns its frames into locations (its
+ * location ids go to locids). A synthetic frame's key has SYNTH in word 0
+ * and the frame's name (a string index) as its one frame word. */
+#define SYNTH (UINT64_C(1) << 63)
+#define KEY_FRAMES(k) ((k)[0] & ~SYNTH)
+#define KEY_LEN(k) (1 + KEY_FRAMES(k) + 1 + 4 * (k)[1 + KEY_FRAMES(k)])
 
 struct sample_key {
   const pprt__profile *p;
@@ -239,6 +252,38 @@ static int sample_eq(const void *ctx, uint32_t idx) {
   return KEY_LEN(other) == k->len && memcmp(other, k->key, k->len * sizeof *other) == 0;
 }
 
+/* Makes the sample whose key is in p->scratch (len words): interns its
+ * frames and indexes it. Returns its index, or -1 on ENOMEM with no sample
+ * added. */
+static int64_t new_sample(pprt__profile *p, size_t len, uint64_t hash) {
+  size_t nframes = KEY_FRAMES(p->scratch);
+  if (RESERVE(p->key_off, p->key_off_cap, p->nsamples + 1) != 0 ||
+      RESERVE(p->locid_off, p->locid_off_cap, p->nsamples + 1) != 0 ||
+      RESERVE(p->vals, p->vals_cap, (p->nsamples + 1) * p->ntypes) != 0 ||
+      RESERVE(p->keys, p->keys_cap, p->nkeys + len) != 0 ||
+      RESERVE(p->locids, p->locids_cap, p->nlocids + nframes) != 0)
+    return -1;
+  for (size_t j = 0; j < nframes; j++) {
+    uint64_t w = p->scratch[1 + j];
+    uint64_t id = (p->scratch[0] & SYNTH) ? loc_intern(p, 0, (int64_t)w) : loc_intern(p, w, 0);
+    if (id == 0)
+      return -1;
+    p->locids[p->nlocids + j] = id;
+  }
+  struct sample_key k = {p, p->scratch, len};
+  int64_t idx = pprt__table_intern(&p->sample_index, hash, sample_eq, &k, (uint32_t)p->nsamples);
+  if (idx < 0)
+    return -1;
+  p->key_off[idx] = p->nkeys;
+  memcpy(p->keys + p->nkeys, p->scratch, len * sizeof *p->keys);
+  p->nkeys += len;
+  p->locid_off[idx] = p->nlocids;
+  p->nlocids += nframes;
+  memset(p->vals + idx * p->ntypes, 0, p->ntypes * sizeof *p->vals);
+  p->nsamples++;
+  return idx;
+}
+
 /* Adds values to the sample whose key is in p->scratch (len words). */
 static int add_key(pprt__profile *p, size_t len, const int64_t *values) {
   struct sample_key k = {p, p->scratch, len};
@@ -246,20 +291,9 @@ static int add_key(pprt__profile *p, size_t len, const int64_t *values) {
   for (size_t i = 0; i < len; i++)
     h = pprt__hash_word(h, p->scratch[i]);
   h = pprt__hash_finish(h);
-  if (RESERVE(p->key_off, p->key_off_cap, p->nsamples + 1) != 0 ||
-      RESERVE(p->vals, p->vals_cap, (p->nsamples + 1) * p->ntypes) != 0 ||
-      RESERVE(p->keys, p->keys_cap, p->nkeys + len) != 0)
+  int64_t idx = pprt__table_find(&p->sample_index, h, sample_eq, &k);
+  if (idx < 0 && (idx = new_sample(p, len, h)) < 0)
     return -ENOMEM;
-  int64_t idx = pprt__table_intern(&p->sample_index, h, sample_eq, &k, (uint32_t)p->nsamples);
-  if (idx < 0)
-    return -ENOMEM;
-  if (idx == (int64_t)p->nsamples) {
-    p->key_off[idx] = p->nkeys;
-    memcpy(p->keys + p->nkeys, p->scratch, len * sizeof *p->keys);
-    p->nkeys += len;
-    memset(p->vals + idx * p->ntypes, 0, p->ntypes * sizeof *p->vals);
-    p->nsamples++;
-  }
   int64_t *v = p->vals + idx * p->ntypes;
   for (size_t i = 0; i < p->ntypes; i++)
     v[i] += values[i];
@@ -301,10 +335,7 @@ int pprt__profile_add(pprt__profile *p, const uintptr_t *pcs, size_t npcs, unsig
      * the frame is attributed to the calling line, not the next one. */
     if ((i > 0 || !(flags & PPRT__STACK_LEAF_EXACT)) && addr > 0)
       addr--;
-    uint64_t id = loc_intern(p, addr, 0);
-    if (id == 0)
-      return -ENOMEM;
-    p->scratch[1 + i] = id;
+    p->scratch[1 + i] = addr;
   }
   int64_t len = put_labels(p, 1 + npcs, labels, nlabels);
   return len < 0 ? (int)len : add_key(p, (size_t)len, values);
@@ -317,11 +348,8 @@ int pprt__profile_add_synthetic(pprt__profile *p, const char *name, const int64_
   int64_t synth = str_intern(p, name);
   if (synth < 0 || RESERVE(p->scratch, p->scratch_cap, 2) != 0)
     return -ENOMEM;
-  uint64_t id = loc_intern(p, 0, synth);
-  if (id == 0)
-    return -ENOMEM;
-  p->scratch[0] = 1;
-  p->scratch[1] = id;
+  p->scratch[0] = 1 | SYNTH;
+  p->scratch[1] = (uint64_t)synth;
   int64_t len = put_labels(p, 2, labels, nlabels);
   return len < 0 ? (int)len : add_key(p, (size_t)len, values);
 }
@@ -356,6 +384,9 @@ typedef struct encoding {
   uint64_t *func_of;   /* per location: function id, or 0 */
   int64_t *func_name;  /* per function: string index */
   uint8_t *map_named;  /* per mapping: every location in it has a name */
+  uint32_t *order;     /* location indices in output order */
+  uint64_t *new_id;    /* per location index: its id in the output */
+  uint64_t *locids;    /* the samples' location ids, renumbered */
   uint8_t *packed;
 } encoding;
 
@@ -376,6 +407,9 @@ static void encoding_free(encoding *e) {
   free(e->func_of);
   free(e->func_name);
   free(e->map_named);
+  free(e->order);
+  free(e->new_id);
+  free(e->locids);
   free(e->packed);
 }
 
@@ -486,6 +520,43 @@ static int resolve(pprt__profile *p, encoding *e, pprt__symbolize_fn sym, void *
   return rc;
 }
 
+struct loc_order {
+  uint64_t addr; /* synthetic frames sort last */
+  uint32_t index;
+};
+
+static int cmp_loc_order(const void *a, const void *b) {
+  const struct loc_order *x = a, *y = b;
+  if (x->addr != y->addr)
+    return x->addr < y->addr ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Numbers the locations in address order: neighbouring entries then share
+ * their high address bytes, which gzip compresses noticeably better than
+ * first-seen order. */
+static int number_locations(pprt__profile *p, encoding *e) {
+  struct loc_order *o = malloc((p->nlocs + 1) * sizeof *o);
+  e->order = malloc((p->nlocs + 1) * sizeof *e->order);
+  e->new_id = malloc((p->nlocs + 1) * sizeof *e->new_id);
+  e->locids = malloc((p->nlocids + 1) * sizeof *e->locids);
+  if (!o || !e->order || !e->new_id || !e->locids) {
+    free(o);
+    return -ENOMEM;
+  }
+  for (size_t i = 0; i < p->nlocs; i++)
+    o[i] = (struct loc_order){p->loc_synth[i] ? UINT64_MAX : p->loc_addr[i], (uint32_t)i};
+  qsort(o, p->nlocs, sizeof *o, cmp_loc_order);
+  for (size_t r = 0; r < p->nlocs; r++) {
+    e->order[r] = o[r].index;
+    e->new_id[o[r].index] = r + 1;
+  }
+  free(o);
+  for (size_t i = 0; i < p->nlocids; i++)
+    e->locids[i] = e->new_id[p->locids[i] - 1];
+  return 0;
+}
+
 /* Fills e->prof from the builder, pointing into its arrays. */
 static int fill(pprt__profile *p, encoding *e, size_t nfuncs) {
   Pprt__Profile *prof = &e->prof;
@@ -512,7 +583,7 @@ static int fill(pprt__profile *p, encoding *e, size_t nfuncs) {
   size_t nlabels = 0;
   for (size_t i = 0; i < p->nsamples; i++) {
     const uint64_t *k = p->keys + p->key_off[i];
-    nlabels += k[1 + k[0]];
+    nlabels += k[1 + KEY_FRAMES(k)];
   }
   e->samples = calloc(p->nsamples + 1, sizeof *e->samples);
   e->sample_ptrs = calloc(p->nsamples + 1, sizeof *e->sample_ptrs);
@@ -536,11 +607,11 @@ static int fill(pprt__profile *p, encoding *e, size_t nfuncs) {
     uint64_t *k = p->keys + p->key_off[i];
     Pprt__Sample *s = &e->samples[i];
     pprt__sample__init(s);
-    s->n_location_id = k[0];
-    s->location_id = k + 1;
+    s->n_location_id = KEY_FRAMES(k);
+    s->location_id = e->locids + p->locid_off[i];
     s->n_value = p->ntypes;
     s->value = p->vals + i * p->ntypes;
-    const uint64_t *l = k + 1 + k[0];
+    const uint64_t *l = k + 1 + KEY_FRAMES(k);
     s->n_label = l[0];
     s->label = e->label_ptrs + (label - e->labels);
     for (size_t j = 0; j < l[0]; j++, label++) {
@@ -572,10 +643,11 @@ static int fill(pprt__profile *p, encoding *e, size_t nfuncs) {
   prof->n_mapping = p->nmaps;
   prof->mapping = e->map_ptrs;
 
-  for (size_t i = 0; i < p->nlocs; i++) {
-    Pprt__Location *l = &e->locs[i];
+  for (size_t r = 0; r < p->nlocs; r++) {
+    size_t i = e->order[r];
+    Pprt__Location *l = &e->locs[r];
     pprt__location__init(l);
-    l->id = i + 1;
+    l->id = r + 1;
     l->mapping_id = e->loc_map[i];
     l->address = p->loc_addr[i];
     if (e->func_of[i]) {
@@ -585,7 +657,7 @@ static int fill(pprt__profile *p, encoding *e, size_t nfuncs) {
       l->n_line = 1;
       l->line = &e->line_ptrs[i];
     }
-    e->loc_ptrs[i] = l;
+    e->loc_ptrs[r] = l;
   }
   prof->n_location = p->nlocs;
   prof->location = e->loc_ptrs;
@@ -609,9 +681,10 @@ static int fill(pprt__profile *p, encoding *e, size_t nfuncs) {
 static int gzip_to(const uint8_t *data, size_t len, pprt_writer out) {
   z_stream zs;
   memset(&zs, 0, sizeof zs);
-  /* 15 window bits + 16: a gzip header and trailer, as pprof expects. */
-  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-      Z_OK)
+  /* 15 window bits + 16: a gzip header and trailer, as pprof expects.
+   * Fastest level, as Go's runtime/pprof: on profiles (address-sorted
+   * locations) level 6 saves ~3% of the bytes for twice the time. */
+  if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
     return -ENOMEM;
   uint8_t chunk[1 << 16];
   int rc = 0, zrc;
@@ -644,6 +717,8 @@ int pprt__profile_write(pprt__profile *p, pprt__symbolize_fn sym, void *sym_ctx,
   size_t nfuncs = 0;
   size_t declared_maps = p->nmaps;
   int rc = resolve(p, &e, sym, sym_ctx, &nfuncs);
+  if (rc == 0)
+    rc = number_locations(p, &e);
   if (rc == 0)
     rc = fill(p, &e, nfuncs);
   if (rc == 0) {

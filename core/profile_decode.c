@@ -163,20 +163,9 @@ static int idmap_build(idmap *m, const char *what, size_t n, uint64_t (*id_of)(c
   return 0;
 }
 
-static int idmap_has(idmap *m, uint64_t id) {
+static int idmap_has(const idmap *m, uint64_t id) {
   const uint64_t *ctx[2] = {&id, m->ids};
-  if (m->n == 0)
-    return 0;
-  /* Probe without inserting: a found entry returns its index < n. */
-  size_t j = (size_t)pprt__hash_finish(id) & (m->t.cap - 1);
-  for (;;) {
-    pprt__table_slot *s = &m->t.slots[j];
-    if (s->index_plus_1 == 0)
-      return 0;
-    if (id_eq(ctx, s->index_plus_1 - 1))
-      return 1;
-    j = (j + 1) & (m->t.cap - 1);
-  }
+  return pprt__table_find(&m->t, pprt__hash_finish(id), id_eq, ctx) >= 0;
 }
 
 static void idmap_free(idmap *m) {

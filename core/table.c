@@ -44,6 +44,19 @@ int64_t pprt__table_intern(pprt__table *t, uint64_t hash, pprt__table_eq eq, con
   }
 }
 
+int64_t pprt__table_find(const pprt__table *t, uint64_t hash, pprt__table_eq eq,
+                         const void *ctx) {
+  if (t->cap == 0)
+    return -1;
+  for (size_t j = (size_t)hash & (t->cap - 1);; j = (j + 1) & (t->cap - 1)) {
+    const pprt__table_slot *s = &t->slots[j];
+    if (s->index_plus_1 == 0)
+      return -1;
+    if (s->hash == hash && eq(ctx, s->index_plus_1 - 1))
+      return s->index_plus_1 - 1;
+  }
+}
+
 void pprt__table_free(pprt__table *t) {
   free(t->slots);
   memset(t, 0, sizeof *t);

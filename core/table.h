@@ -29,6 +29,9 @@ typedef int (*pprt__table_eq)(const void *ctx, uint32_t idx);
 int64_t pprt__table_intern(pprt__table *t, uint64_t hash, pprt__table_eq eq, const void *ctx,
                            uint32_t new_index);
 
+/* Looks up hash/eq without inserting: the entry's index, or -1. */
+int64_t pprt__table_find(const pprt__table *t, uint64_t hash, pprt__table_eq eq, const void *ctx);
+
 void pprt__table_free(pprt__table *t);
 
 /* Hashing: fold words in, then finish. */
