@@ -154,32 +154,67 @@ enum pprt__os_sigprof_source pprt__os_sigprof_source(const siginfo_t *info);
 
 /* ---- images ---------------------------------------------------------------- */
 
-/* One executable mapping of a loaded image. */
+/* One executable mapping of a loaded image: what a pprof Mapping describes.
+ * A pc belongs to the mapping with start <= pc < limit; its offset in the
+ * file is pc - start + file_offset, and its link-time address (what the
+ * image's symbol tables and debug info use) is pc - load_bias. */
 typedef struct pprt__os_image {
-  const char *path;        /* absolute; the main executable's real path */
+  const char *path;        /* absolute (realpath where the file exists); the
+                              main executable's real path, never ""; "[vdso]"
+                              for the kernel's vDSO, which has no file */
   uintptr_t start;         /* first address of the executable segment */
   uintptr_t limit;         /* one past its last address */
-  uint64_t file_offset;    /* offset in the file that start maps */
+  uint64_t file_offset;    /* offset in the file that start maps (ELF p_offset,
+                              Mach-O fileoff): exact, not rounded to a page */
   uintptr_t load_bias;     /* runtime address minus link-time address */
   const uint8_t *build_id; /* ELF NT_GNU_BUILD_ID or Mach-O LC_UUID bytes */
   size_t build_id_len;     /* 0 when the image has none */
   int is_main;             /* 1 for the main executable */
 } pprt__os_image;
 
-/* Calls fn for each executable mapping of each loaded image, the main
- * executable first (Linux/FreeBSD: dl_iterate_phdr; Darwin: dyld's image
- * list). Pointers in img are valid only during the call. Stops early and
- * returns fn's value when fn returns nonzero. Takes the loader's lock: never
- * from a signal handler. */
+/* Calls fn for each executable mapping of each loaded image (Linux/FreeBSD:
+ * one per PT_LOAD segment with PF_X, from dl_iterate_phdr; Darwin: one per
+ * segment with VM_PROT_EXECUTE, from dyld's image list). The main
+ * executable's mappings come first; images without an executable segment are
+ * left out. The list is a snapshot taken before the first call, so fn runs
+ * without the loader's lock and may itself allocate, dlopen or symbolize;
+ * an image loaded or unloaded meanwhile may or may not be reported. Pointers
+ * in img are valid only during the call. Stops early and returns fn's value
+ * when fn returns nonzero. Errors: -ENOMEM. Never from a signal handler. */
 int pprt__os_image_each(int (*fn)(const pprt__os_image *img, void *ctx), void *ctx);
 
 /* ---- symbols --------------------------------------------------------------- */
 
-/* The name of the function containing addr, written NUL-terminated into buf
- * (truncated to len), from the image's symbol tables (ELF .symtab and
- * .dynsym, Mach-O nlist), falling back to dladdr. *offset receives addr minus
- * the symbol's start. Errors: -ENOENT when no symbol covers addr. Reads
- * files and allocates: never from a signal handler. */
-int pprt__os_symbol_name(uintptr_t addr, char *buf, size_t len, uintptr_t *offset);
+/* In-process symbolization for the profile builder: the name of the function
+ * containing an address. A symbolizer reads each image's symbol tables at
+ * most once (ELF: .symtab and .dynsym of the mapped file, the vDSO's dynamic
+ * symbols from memory; Mach-O: the LC_SYMTAB nlist in __LINKEDIT), so a
+ * profile's worth of addresses costs one parse per image it touches; dladdr
+ * is the fallback for an image whose tables cannot be read. None of these
+ * functions is AS-safe, and one symbolizer is used by one thread at a time. */
+typedef struct pprt__os_symbolizer pprt__os_symbolizer;
+
+/* Creates a symbolizer over a snapshot of the loaded images. Files are
+ * opened lazily, on the first address that falls in each image. Errors:
+ * -ENOMEM (*out untouched). */
+int pprt__os_symbolizer_open(pprt__os_symbolizer **out);
+
+/* Finds the function containing addr: *name receives its name as the symbol
+ * table spells it (C++ and Swift names stay mangled; Mach-O's leading '_' is
+ * removed) and *offset receives addr minus the function's first address.
+ * A symbol covers addr when addr is in [value, value + size); a symbol of
+ * size 0 (hand-written assembly) covers the addresses after it up to the
+ * next symbol or the end of its executable segment; Mach-O symbols have no
+ * size and end at the next symbol or function start. An image loaded after
+ * open is picked up when an address falls in it. *name stays valid until
+ * pprt__os_symbolizer_close, as long as the image it came from stays loaded.
+ * Errors: -ENOENT when addr is in no executable mapping of a loaded image or
+ * no symbol covers it (a PLT stub, a stripped function), with *name and
+ * *offset untouched. */
+int pprt__os_symbolize(pprt__os_symbolizer *s, uintptr_t addr, const char **name,
+                       uintptr_t *offset);
+
+/* Releases the symbolizer, its mapped files and its tables. NULL is allowed. */
+void pprt__os_symbolizer_close(pprt__os_symbolizer *s);
 
 #endif /* PPRT_CORE_PLATFORM_H */

@@ -1,0 +1,306 @@
+/* Loaded ELF images (Linux and FreeBSD): pprt__os_image_each.
+ *
+ * Divisions: where the main executable's file and the vdso are (the
+ * OS-specific part); the snapshot, copied out of dl_iterate_phdr with the build id read from
+ * each object's PT_NOTE in memory; the executable segments handed to the
+ * caller. Paths are resolved after dl_iterate_phdr returns, so realpath's
+ * file system calls do not hold up other threads' dlopen.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sys/auxv.h>
+#if defined(__FreeBSD__)
+#include <sys/types.h>
+#include <sys/sysctl.h>
+#endif
+
+#include "core/platform.h"
+#include "platform/posix/elf.h"
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+
+/* ---- the main executable and the vdso ---------------------------------------- */
+
+/* The address of the vdso's ELF header, 0 when the kernel maps none. */
+static uintptr_t vdso_base(void) {
+#if defined(__linux__)
+  return (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+#elif defined(__FreeBSD__) && defined(AT_KPRELOAD)
+  void *p = NULL;
+  if (elf_aux_info(AT_KPRELOAD, &p, sizeof p) != 0)
+    return 0;
+  return (uintptr_t)p;
+#else
+  return 0;
+#endif
+}
+
+/* Loaders name the vdso each their own way ("linux-vdso.so.1",
+ * "linux-gate.so.1" on i386, "[vdso]" on FreeBSD). The auxv address finds it
+ * whatever the name; the names cover a kernel that gives no address. */
+static int is_vdso_name(const char *name) {
+  return strncmp(name, "linux-vdso", 10) == 0 || strncmp(name, "linux-gate", 10) == 0 ||
+         strcmp(name, "[vdso]") == 0;
+}
+
+/* realpath into a fresh string, or NULL. */
+static char *resolve(const char *path) {
+  char buf[PATH_MAX];
+  if (path == NULL || path[0] == '\0' || realpath(path, buf) == NULL)
+    return NULL;
+  return strdup(buf);
+}
+
+#if defined(__linux__)
+/* Whether exe is obj's program interpreter (PT_INTERP, the dynamic loader). */
+static int is_interpreter(const pprt__elf_object *obj, const char *exe) {
+  for (size_t i = 0; i < obj->phnum; i++) {
+    const pprt__elf_phdr *ph = &obj->phdr[i];
+    uintptr_t at = obj->bias + (uintptr_t)ph->p_vaddr;
+    if (ph->p_type != PT_INTERP || ph->p_filesz == 0 ||
+        !pprt__elf_object_readable(obj, at, ph->p_filesz) ||
+        memchr((const void *)at, '\0', ph->p_filesz) == NULL)
+      continue;
+    char *interp = resolve((const char *)at);
+    int same = interp != NULL && strcmp(interp, exe) == 0;
+    free(interp);
+    return same;
+  }
+  return 0;
+}
+#endif
+
+/* The absolute path of the main executable obj, as the kernel knows it, and
+ * in *file where to read it from. */
+static char *exe_path(const pprt__elf_object *obj, const char **file) {
+  char buf[PATH_MAX];
+#if defined(__linux__)
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n > 0 && buf[0] == '/') {
+    buf[n] = '\0';
+    /* The kernel marks a deleted file; the profile names the file it was
+     * (Go's runtime trims the mark the same way). /proc/self/exe stays
+     * readable when the file is deleted or replaced. */
+    static const char deleted[] = " (deleted)";
+    if ((size_t)n > sizeof deleted - 1 && strcmp(buf + n - (sizeof deleted - 1), deleted) == 0)
+      buf[n - (sizeof deleted - 1)] = '\0';
+    if (!is_interpreter(obj, buf)) {
+      *file = "/proc/self/exe";
+      return strdup(buf);
+    }
+    /* The loader was run as a command (ld.so ./prog): the kernel's exe is
+     * the loader, and glibc leaves the program's name in AT_EXECFN. */
+  }
+  /* Or no /proc (a chroot, an early sandbox): the path the kernel exec'd. */
+  return resolve((const char *)getauxval(AT_EXECFN));
+#elif defined(__FreeBSD__)
+  (void)obj;
+  (void)file;
+  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PATHNAME, -1};
+  size_t len = sizeof buf;
+  if (sysctl(mib, 4, buf, &len, NULL, 0) == 0 && len > 1 && buf[0] == '/')
+    return strdup(buf);
+  if (elf_aux_info(AT_EXECPATH, buf, sizeof buf) == 0)
+    return resolve(buf);
+  return NULL;
+#else
+  (void)obj;
+  (void)file;
+  (void)buf;
+  return NULL;
+#endif
+}
+
+/* ---- the snapshot --------------------------------------------------------------- */
+
+int pprt__elf_object_readable(const pprt__elf_object *obj, uintptr_t addr, size_t len) {
+  for (size_t i = 0; i < obj->phnum; i++) {
+    const pprt__elf_phdr *ph = &obj->phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R))
+      continue;
+    uintptr_t lo = obj->bias + (uintptr_t)ph->p_vaddr;
+    if (addr >= lo && addr - lo <= ph->p_filesz && len <= ph->p_filesz - (addr - lo))
+      return 1;
+  }
+  return 0;
+}
+
+/* Copies the NT_GNU_BUILD_ID note out of obj's PT_NOTE segments. */
+static void object_build_id(pprt__elf_object *obj) {
+  for (size_t i = 0; i < obj->phnum; i++) {
+    const pprt__elf_phdr *ph = &obj->phdr[i];
+    uintptr_t at = obj->bias + (uintptr_t)ph->p_vaddr;
+    if (ph->p_type != PT_NOTE || !pprt__elf_object_readable(obj, at, ph->p_filesz))
+      continue;
+    const uint8_t *id;
+    size_t len;
+    if (pprt__elf_find_build_id((const void *)at, ph->p_filesz, ph->p_align, &id, &len) == 0 &&
+        len <= sizeof obj->build_id) {
+      memcpy(obj->build_id, id, len);
+      obj->build_id_len = len;
+      return;
+    }
+  }
+}
+
+typedef struct collect {
+  pprt__elf_snapshot *snap;
+  size_t cap;
+  uintptr_t vdso;
+  int err;
+} collect;
+
+/* dl_iterate_phdr's callback: runs under the loader's lock, so it copies and
+ * reads memory, and leaves path resolution for later. */
+static int collect_object(struct dl_phdr_info *info, size_t size, void *arg) {
+  collect *c = arg;
+  pprt__elf_snapshot *snap = c->snap;
+  if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
+    snap->adds = info->dlpi_adds;
+  if (snap->n == c->cap) {
+    size_t cap = c->cap ? 2 * c->cap : 16;
+    pprt__elf_object *grown = realloc(snap->obj, cap * sizeof *grown);
+    if (grown == NULL)
+      return c->err = -ENOMEM;
+    snap->obj = grown;
+    c->cap = cap;
+  }
+  pprt__elf_object *obj = &snap->obj[snap->n];
+  memset(obj, 0, sizeof *obj);
+  obj->bias = (uintptr_t)info->dlpi_addr;
+  obj->phnum = info->dlpi_phnum;
+  obj->phdr = malloc((obj->phnum ? obj->phnum : 1) * sizeof *obj->phdr);
+  /* The raw name for now; resolve_paths replaces it. */
+  obj->path = strdup(info->dlpi_name ? info->dlpi_name : "");
+  if (obj->phdr == NULL || obj->path == NULL) {
+    free(obj->phdr);
+    free(obj->path);
+    return c->err = -ENOMEM;
+  }
+  if (obj->phnum != 0)
+    memcpy(obj->phdr, info->dlpi_phdr, obj->phnum * sizeof *obj->phdr);
+  /* glibc and FreeBSD's rtld both report the main program first. */
+  obj->is_main = snap->n == 0;
+  for (size_t i = 0; i < obj->phnum; i++) {
+    const pprt__elf_phdr *ph = &obj->phdr[i];
+    if (ph->p_type == PT_LOAD && ph->p_offset == 0 && c->vdso != 0 &&
+        obj->bias + (uintptr_t)ph->p_vaddr == c->vdso)
+      obj->is_vdso = 1;
+  }
+  if (!obj->is_main && is_vdso_name(obj->path))
+    obj->is_vdso = 1;
+  object_build_id(obj);
+  snap->n++;
+  return 0;
+}
+
+/* Gives every object an absolute path (see pprt__os_image.path) and the
+ * file its symbols are read from. */
+static int resolve_paths(pprt__elf_snapshot *snap) {
+  for (size_t i = 0; i < snap->n; i++) {
+    pprt__elf_object *obj = &snap->obj[i];
+    char *path = NULL;
+    if (obj->is_vdso) {
+      path = strdup("[vdso]");
+    } else if (obj->is_main) {
+      /* glibc names the main program "": the kernel exec'd it, so the
+       * kernel knows where it is. FreeBSD's rtld names it by its path. */
+      if (obj->path[0] == '\0') {
+        path = exe_path(obj, &obj->file);
+      } else {
+        path = resolve(obj->path);
+        if (path == NULL)
+          path = exe_path(obj, &obj->file);
+      }
+      if (path == NULL)
+        path = strdup(obj->path[0] ? obj->path : "[exe]");
+    } else {
+      /* A relative name (dlopen("./x.so")) resolves against the current
+       * directory, right unless the program has changed it since. */
+      path = resolve(obj->path);
+      if (path == NULL)
+        path = strdup(obj->path[0] ? obj->path : "[unknown]");
+    }
+    if (path == NULL)
+      return -ENOMEM;
+    free(obj->path);
+    obj->path = path;
+    if (!obj->is_vdso && obj->file == NULL)
+      obj->file = obj->path;
+  }
+  return 0;
+}
+
+int pprt__elf_snapshot_take(pprt__elf_snapshot *snap) {
+  memset(snap, 0, sizeof *snap);
+  collect c = {snap, 0, vdso_base(), 0};
+  dl_iterate_phdr(collect_object, &c);
+  int rc = c.err ? c.err : resolve_paths(snap);
+  if (rc != 0)
+    pprt__elf_snapshot_free(snap);
+  return rc;
+}
+
+void pprt__elf_snapshot_free(pprt__elf_snapshot *snap) {
+  for (size_t i = 0; i < snap->n; i++) {
+    free(snap->obj[i].path);
+    free(snap->obj[i].phdr);
+  }
+  free(snap->obj);
+  memset(snap, 0, sizeof *snap);
+}
+
+static int read_adds(struct dl_phdr_info *info, size_t size, void *arg) {
+  if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
+    *(unsigned long long *)arg = info->dlpi_adds;
+  return 1; /* the counter is the same in every object's report */
+}
+
+unsigned long long pprt__elf_loader_adds(void) {
+  unsigned long long adds = 0;
+  dl_iterate_phdr(read_adds, &adds);
+  return adds;
+}
+
+/* ---- the contract ---------------------------------------------------------------- */
+
+static int object_images(const pprt__elf_object *obj,
+                         int (*fn)(const pprt__os_image *img, void *ctx), void *ctx) {
+  for (size_t i = 0; i < obj->phnum; i++) {
+    const pprt__elf_phdr *ph = &obj->phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || ph->p_memsz == 0)
+      continue;
+    pprt__os_image img = {
+        .path = obj->path,
+        .start = obj->bias + (uintptr_t)ph->p_vaddr,
+        .limit = obj->bias + (uintptr_t)ph->p_vaddr + (uintptr_t)ph->p_memsz,
+        .file_offset = ph->p_offset,
+        .load_bias = obj->bias,
+        .build_id = obj->build_id_len ? obj->build_id : NULL,
+        .build_id_len = obj->build_id_len,
+        .is_main = obj->is_main,
+    };
+    int rc = fn(&img, ctx);
+    if (rc != 0)
+      return rc;
+  }
+  return 0;
+}
+
+int pprt__os_image_each(int (*fn)(const pprt__os_image *img, void *ctx), void *ctx) {
+  pprt__elf_snapshot snap;
+  int rc = pprt__elf_snapshot_take(&snap);
+  if (rc != 0)
+    return rc;
+  for (size_t i = 0; i < snap.n && rc == 0; i++)
+    rc = object_images(&snap.obj[i], fn, ctx);
+  pprt__elf_snapshot_free(&snap);
+  return rc;
+}
