@@ -88,6 +88,14 @@ typedef const char *(*pprt__symbolize_fn)(void *ctx, uint64_t addr);
 int pprt__profile_write(pprt__profile *p, pprt__symbolize_fn sym, void *sym_ctx,
                         pprt_writer out);
 
+/* From the platform (core/profile_os.c): declares the executable mappings
+ * of every loaded image, the main executable first. */
+int pprt__profile_add_os_mappings(pprt__profile *p);
+
+/* Writes like pprt__profile_write, naming functions with the OS symbolizer
+ * when symbolize is nonzero. */
+int pprt__profile_write_os(pprt__profile *p, int symbolize, pprt_writer out);
+
 /* Counts, for callers and tests. */
 size_t pprt__profile_sample_count(const pprt__profile *p);
 

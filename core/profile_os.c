@@ -1,0 +1,45 @@
+/* The profile builder's link to the platform: mappings from the loaded
+ * images and names from the OS symbolizer (core/platform.h), so the CPU and
+ * heap profilers write profiles in one call. */
+#include <errno.h>
+#include <stdio.h>
+
+#include "core/platform.h"
+#include "core/profile.h"
+
+static int add_image(const pprt__os_image *img, void *ctx) {
+  pprt__profile *p = ctx;
+  /* Build ids as pprof and `readelf -n` print them: lowercase hex. */
+  char hex[2 * 64 + 1];
+  size_t n = img->build_id_len < 64 ? img->build_id_len : 64;
+  for (size_t i = 0; i < n; i++)
+    snprintf(hex + 2 * i, 3, "%02x", img->build_id[i]);
+  hex[2 * n] = '\0';
+  pprt__mapping_info m = {img->start, img->limit, img->file_offset, img->path,
+                          n ? hex : NULL};
+  int rc = pprt__profile_add_mapping(p, &m);
+  return rc == -EINVAL ? 0 : rc; /* an empty segment is nothing to map */
+}
+
+int pprt__profile_add_os_mappings(pprt__profile *p) {
+  return pprt__os_image_each(add_image, p);
+}
+
+static const char *os_symbolize(void *ctx, uint64_t addr) {
+  const char *name;
+  uintptr_t offset;
+  if (pprt__os_symbolize(ctx, (uintptr_t)addr, &name, &offset) != 0)
+    return NULL;
+  return name;
+}
+
+int pprt__profile_write_os(pprt__profile *p, int symbolize, pprt_writer out) {
+  pprt__os_symbolizer *s = NULL;
+  /* Without a symbolizer the profile is still complete: addresses and
+   * mappings, which pprof symbolizes from the binaries. */
+  if (symbolize && pprt__os_symbolizer_open(&s) != 0)
+    s = NULL;
+  int rc = pprt__profile_write(p, s ? os_symbolize : NULL, s, out);
+  pprt__os_symbolizer_close(s);
+  return rc;
+}
