@@ -51,6 +51,11 @@ uint64_t pprt__os_thread_id(void);
  * Stops early and returns fn's value when fn returns nonzero. */
 int pprt__os_thread_each(int (*fn)(uint64_t tid, void *ctx), void *ctx);
 
+/* The name of thread tid (Linux: /proc/self/task/<tid>/comm; FreeBSD:
+ * kinfo_proc ki_tdname; Darwin: proc_pidinfo PROC_PIDTHREADID64INFO),
+ * NUL-terminated in buf. Errors: -ESRCH (gone), -ENOTSUP. */
+int pprt__os_thread_name(uint64_t tid, char *buf, size_t len);
+
 /* ---- reader wait/wake ------------------------------------------------------ */
 
 /* The wait between a ring buffer's reader and its writers. Two builds,
@@ -83,27 +88,48 @@ typedef void (*pprt__os_handler)(int sig, siginfo_t *info, void *ucontext);
 /* The action that was installed before pprt's, kept so it can be restored
  * and so signals that are not pprt's can be forwarded to it. */
 typedef struct pprt__os_sigsave {
-  struct sigaction old;
-  int installed; /* 1 while pprt's handler is the installed one */
+  struct sigaction old; /* the previous action, SIG_IGN where it was SIG_DFL */
+  uintptr_t restorer;   /* raw rt_sigaction: the previous SA_RESTORER, or 0 */
+  int installed;        /* 1 while pprt's handler is the installed one */
 } pprt__os_sigsave;
 
 /* Installs fn for sig with SA_SIGINFO | SA_ONSTACK | SA_RESTART and every
  * signal blocked while it runs, and saves the previous action in save. When
  * the previous action is SIG_DFL, save records SIG_IGN instead, so that a
- * late signal after pprt_signal_restore cannot kill the process (Go issue
- * 19320). On Linux x86_64/i386 with PPRT_RAW_SIGACTION this is a raw
- * rt_sigaction with SA_RESTORER and pprt's own restorer trampoline; elsewhere
- * it is libc sigaction. Errors: -EINVAL for a signal that cannot be caught,
- * -EBUSY if save->installed is already set. */
+ * late signal after pprt__os_signal_restore cannot kill the process (Go
+ * issue 19320). On Linux x86_64/i386 with PPRT_RAW_SIGACTION this is a raw
+ * rt_sigaction with SA_RESTORER and pprt's own restorer trampoline (assembly
+ * that calls rt_sigreturn); elsewhere it is libc sigaction. Errors: -EINVAL
+ * for a signal that cannot be caught, -EBUSY if save->installed is set. */
 int pprt__os_signal_install(int sig, pprt__os_handler fn, pprt__os_sigsave *save);
 
-/* Puts back the action saved by pprt__os_signal_install. */
+/* Puts back the action saved by pprt__os_signal_install (SIG_IGN where the
+ * original was SIG_DFL) and clears save->installed. */
 int pprt__os_signal_restore(int sig, pprt__os_sigsave *save);
 
 /* Hands a signal that was not pprt's to the saved action: calls its handler
- * (in the form it was installed with); does nothing for SIG_IGN. AS-safe. */
+ * in the form it was installed with (sa_sigaction with SA_SIGINFO, else
+ * sa_handler); does nothing for SIG_IGN. AS-safe. */
 void pprt__os_signal_forward(const pprt__os_sigsave *save, int sig, siginfo_t *info,
                              void *ucontext);
+
+/* The registers the unwinder starts from, read from a signal's ucontext. */
+typedef struct pprt__os_regs {
+  uintptr_t pc; /* the interrupted instruction */
+  uintptr_t sp; /* stack pointer */
+  uintptr_t fp; /* frame pointer: rbp, ebp, x29 */
+  uintptr_t lr; /* link register (aarch64 x30), 0 where there is none */
+} pprt__os_regs;
+
+/* Fills regs from the ucontext a SA_SIGINFO handler receives. AS-safe.
+ * Errors: -ENOTSUP on an architecture the backend does not know. */
+int pprt__os_context_regs(const void *ucontext, pprt__os_regs *regs);
+
+/* 1 when the machine word at addr can be read without faulting, else 0.
+ * For the unwinder, outside the stack bounds it knows. AS-safe; costs one
+ * system call (Linux: rt_sigprocmask reading addr as a signal set, which
+ * fails with EFAULT when it is unmapped). */
+int pprt__os_readable(uintptr_t addr);
 
 /* ---- alternate signal stacks ----------------------------------------------- */
 
@@ -111,19 +137,25 @@ void pprt__os_signal_forward(const pprt__os_sigsave *save, int sig, siginfo_t *i
 
 /* What pprt did to one thread's alternate stack, so it can undo it. */
 typedef struct pprt__os_altstack {
-  void *mem; /* pprt's stack, NULL when the thread already had one */
+  void *mem; /* pprt's mapping (guard page included), NULL when kept */
   size_t size;
 } pprt__os_altstack;
 
 /* Ensures the calling thread has an alternate signal stack of at least
  * PPRT__OS_ALTSTACK_SIZE. An existing one that is large enough is kept
- * (st->mem = NULL); otherwise pprt maps one (with a guard page) and installs
- * it. Errors: -ENOMEM. */
+ * (st->mem = NULL); otherwise pprt maps one (with a guard page below it) and
+ * installs it. Errors: -ENOMEM. */
 int pprt__os_altstack_ensure(pprt__os_altstack *st);
 
 /* Removes and unmaps the stack that pprt__os_altstack_ensure installed on the
- * calling thread; does nothing when it kept the thread's own. */
+ * calling thread, if it is still the installed one; does nothing when it
+ * kept the thread's own. Must run on the same thread. */
 void pprt__os_altstack_release(pprt__os_altstack *st);
+
+/* The calling thread's stack: [*lo, *hi). For the unwinder's bounds. Not
+ * AS-safe (pthread_getattr_np reads /proc for the main thread). Errors:
+ * -ENOTSUP, -ENOMEM. */
+int pprt__os_thread_stack(uintptr_t *lo, uintptr_t *hi);
 
 /* ---- timers ---------------------------------------------------------------- */
 
@@ -133,24 +165,30 @@ int pprt__os_process_timer_set(int hz);
 
 /* A per-thread CPU timer: SIGPROF delivered to thread tid every 1/hz
  * seconds of that thread's CPU time, the first expiry randomised in
- * (0, period] so threads started together do not fire together. Linux only
- * (timer_create on the thread's CPU clock with SIGEV_THREAD_ID); elsewhere
- * returns -ENOTSUP and the process timer is used. */
+ * (0, period] so threads started together do not fire together. cookie is
+ * carried in si_value so pprt__os_sigprof_source can tell pprt's timers
+ * from the program's. Linux only (timer_create on the thread's CPU clock,
+ * SIGEV_THREAD_ID); elsewhere returns -ENOTSUP and the process timer is
+ * used. Errors: -ESRCH (no such thread), -EAGAIN (timer limit). */
 typedef struct pprt__os_thread_timer {
   uintptr_t handle;
   int armed;
 } pprt__os_thread_timer;
-int pprt__os_thread_timer_start(pprt__os_thread_timer *t, uint64_t tid, int hz);
+int pprt__os_thread_timer_start(pprt__os_thread_timer *t, uint64_t tid, int hz, uintptr_t cookie);
+
+/* Disarms and deletes the timer (also when its thread has exited). */
 int pprt__os_thread_timer_stop(pprt__os_thread_timer *t);
 
-/* Which timer a SIGPROF came from, from its siginfo (Linux: SI_TIMER for a
- * per-thread timer, SI_KERNEL for setitimer; Go's validSIGPROF). AS-safe. */
+/* Which timer a SIGPROF came from, from its siginfo (Go's validSIGPROF):
+ * Linux: SI_TIMER with si_value == cookie for pprt's per-thread timer,
+ * SI_KERNEL for setitimer. Backends with only the process timer report every
+ * kernel-sent SIGPROF as PROCESS_TIMER. AS-safe. */
 enum pprt__os_sigprof_source {
   PPRT__OS_SIGPROF_PROCESS_TIMER,
   PPRT__OS_SIGPROF_THREAD_TIMER,
-  PPRT__OS_SIGPROF_OTHER /* kill, sigqueue, raise: not a profiling tick */
+  PPRT__OS_SIGPROF_OTHER /* kill, sigqueue, raise, another timer: not pprt's tick */
 };
-enum pprt__os_sigprof_source pprt__os_sigprof_source(const siginfo_t *info);
+enum pprt__os_sigprof_source pprt__os_sigprof_source(const siginfo_t *info, uintptr_t cookie);
 
 /* ---- images ---------------------------------------------------------------- */
 
