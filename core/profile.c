@@ -593,8 +593,11 @@ static int fill(pprt__profile *p, encoding *e, size_t nfuncs) {
   e->map_ptrs = calloc(p->nmaps + 1, sizeof *e->map_ptrs);
   e->locs = calloc(p->nlocs + 1, sizeof *e->locs);
   e->loc_ptrs = calloc(p->nlocs + 1, sizeof *e->loc_ptrs);
-  e->lines = calloc(p->nlocs + 1, sizeof *e->lines);
-  e->line_ptrs = calloc(p->nlocs + 1, sizeof *e->line_ptrs);
+  size_t named = 0; /* only named locations have a Line */
+  for (size_t i = 0; i < p->nlocs; i++)
+    named += e->func_of[i] != 0;
+  e->lines = calloc(named + 1, sizeof *e->lines);
+  e->line_ptrs = calloc(named + 1, sizeof *e->line_ptrs);
   e->funcs = calloc(nfuncs + 1, sizeof *e->funcs);
   e->func_ptrs = calloc(nfuncs + 1, sizeof *e->func_ptrs);
   if (!e->samples || !e->sample_ptrs || !e->labels || !e->label_ptrs || !e->maps ||
@@ -643,6 +646,7 @@ static int fill(pprt__profile *p, encoding *e, size_t nfuncs) {
   prof->n_mapping = p->nmaps;
   prof->mapping = e->map_ptrs;
 
+  Pprt__Line *line = e->lines;
   for (size_t r = 0; r < p->nlocs; r++) {
     size_t i = e->order[r];
     Pprt__Location *l = &e->locs[r];
@@ -651,11 +655,12 @@ static int fill(pprt__profile *p, encoding *e, size_t nfuncs) {
     l->mapping_id = e->loc_map[i];
     l->address = p->loc_addr[i];
     if (e->func_of[i]) {
-      pprt__line__init(&e->lines[i]);
-      e->lines[i].function_id = e->func_of[i];
-      e->line_ptrs[i] = &e->lines[i];
+      pprt__line__init(line);
+      line->function_id = e->func_of[i];
+      e->line_ptrs[line - e->lines] = line;
       l->n_line = 1;
-      l->line = &e->line_ptrs[i];
+      l->line = &e->line_ptrs[line - e->lines];
+      line++;
     }
     e->loc_ptrs[r] = l;
   }
