@@ -1,0 +1,96 @@
+/* What pprt learns about a FreeBSD process's threads: the list of them and
+ * their names, both from one sysctl (KERN_PROC_PID | KERN_PROC_INC_THREAD:
+ * a kinfo_proc per thread, ki_tid and ki_tdname), and the calling thread's
+ * stack bounds (pthread_attr_get_np). */
+#include <errno.h>
+#include <pthread.h>
+#include <pthread_np.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <sys/sysctl.h>
+#include <sys/user.h>
+#include <unistd.h>
+
+#include "core/platform.h"
+
+/* A snapshot of the process's threads, malloc'd into *out. */
+static int thread_snapshot(struct kinfo_proc **out, size_t *count) {
+  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID | KERN_PROC_INC_THREAD, (int)getpid()};
+  /* Threads started between the sizing call and the copy make the copy
+   * fail with ENOMEM: ask again with room to spare. */
+  for (int attempt = 0; attempt < 8; attempt++) {
+    size_t len = 0;
+    if (sysctl(mib, 4, NULL, &len, NULL, 0) != 0)
+      return -errno;
+    len += len / 4 + 4 * sizeof(struct kinfo_proc);
+    struct kinfo_proc *kp = malloc(len);
+    if (kp == NULL)
+      return -ENOMEM;
+    if (sysctl(mib, 4, kp, &len, NULL, 0) == 0) {
+      *out = kp;
+      *count = len / sizeof *kp;
+      return 0;
+    }
+    int err = errno;
+    free(kp);
+    if (err != ENOMEM)
+      return -err;
+  }
+  return -ENOMEM;
+}
+
+int pprt__os_thread_each(int (*fn)(uint64_t tid, void *ctx), void *ctx) {
+  struct kinfo_proc *kp;
+  size_t n;
+  int r = thread_snapshot(&kp, &n);
+  if (r != 0)
+    return r;
+  for (size_t i = 0; i < n && r == 0; i++)
+    r = fn((uint64_t)kp[i].ki_tid, ctx);
+  free(kp);
+  return r;
+}
+
+int pprt__os_thread_name(uint64_t tid, char *buf, size_t len) {
+  if (len == 0)
+    return -EINVAL;
+  struct kinfo_proc *kp;
+  size_t n;
+  int r = thread_snapshot(&kp, &n);
+  if (r != 0)
+    return r;
+  r = -ESRCH;
+  for (size_t i = 0; i < n; i++) {
+    if ((uint64_t)kp[i].ki_tid != tid)
+      continue;
+    /* Names longer than ki_tdname continue in ki_moretdname (FreeBSD 12+);
+     * a thread never named shows the process's command, as ps -H does. */
+    if (kp[i].ki_tdname[0] != '\0')
+      snprintf(buf, len, "%s%s", kp[i].ki_tdname, kp[i].ki_moretdname);
+    else
+      snprintf(buf, len, "%s", kp[i].ki_comm);
+    r = 0;
+    break;
+  }
+  free(kp);
+  return r;
+}
+
+int pprt__os_thread_stack(uintptr_t *lo, uintptr_t *hi) {
+  pthread_attr_t attr;
+  int err = pthread_attr_init(&attr);
+  if (err != 0)
+    return -err;
+  void *addr = NULL;
+  size_t size = 0;
+  err = pthread_attr_get_np(pthread_self(), &attr);
+  if (err == 0)
+    err = pthread_attr_getstack(&attr, &addr, &size);
+  pthread_attr_destroy(&attr);
+  if (err != 0)
+    return -err;
+  *lo = (uintptr_t)addr;
+  *hi = (uintptr_t)addr + size;
+  return 0;
+}

@@ -1,0 +1,46 @@
+/* The unwinder's view of an interrupted Linux thread: the registers it
+ * starts from (pprt__os_context_regs) and which words it may read
+ * (pprt__os_readable). Both run in the signal handler. */
+#include <errno.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "core/platform.h"
+#include "platform/posix/readable_windows.h"
+
+int pprt__os_context_regs(const void *ucontext, pprt__os_regs *regs) {
+  const mcontext_t *mc = &((const ucontext_t *)ucontext)->uc_mcontext;
+#if defined(__x86_64__)
+  *regs = (pprt__os_regs){.pc = (uintptr_t)mc->gregs[REG_RIP],
+                          .sp = (uintptr_t)mc->gregs[REG_RSP],
+                          .fp = (uintptr_t)mc->gregs[REG_RBP]};
+#elif defined(__i386__)
+  *regs = (pprt__os_regs){.pc = (uintptr_t)mc->gregs[REG_EIP],
+                          .sp = (uintptr_t)mc->gregs[REG_ESP],
+                          .fp = (uintptr_t)mc->gregs[REG_EBP]};
+#elif defined(__aarch64__)
+  *regs = (pprt__os_regs){.pc = (uintptr_t)mc->pc,
+                          .sp = (uintptr_t)mc->sp,
+                          .fp = (uintptr_t)mc->regs[29],
+                          .lr = (uintptr_t)mc->regs[30]};
+#else
+  (void)mc;
+  (void)regs;
+  return -ENOTSUP;
+#endif
+  return 0;
+}
+
+/* The kernel reads the 8-byte signal set at p before it looks at `how`, so
+ * an invalid how fails with EFAULT when the set is unreadable and with
+ * EINVAL otherwise, and changes nothing either way (the probe gperftools and
+ * abseil use). */
+static int sigmask_faults(uintptr_t p) {
+  return syscall(SYS_rt_sigprocmask, ~0, (void *)p, NULL, (size_t)8) != 0 && errno == EFAULT;
+}
+
+int pprt__os_readable(uintptr_t addr) {
+  return pprt__readable_by_windows(addr, 8, sigmask_faults);
+}

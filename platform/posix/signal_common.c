@@ -1,0 +1,40 @@
+/* The OS-neutral part of pprt's signal handling, shared by the libc and the
+ * raw rt_sigaction installers: pprt's action, the SIG_DFL -> SIG_IGN rule
+ * for the saved action, and forwarding a signal that is not pprt's to it. */
+#include <signal.h>
+#include <string.h>
+
+#include "platform/posix/signal_common.h"
+
+void pprt__posix_signal_action(struct sigaction *sa, pprt__os_handler fn) {
+  memset(sa, 0, sizeof *sa);
+  sa->sa_sigaction = fn;
+  sa->sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+  /* Every signal blocked: the handler is not reentered by another profiling
+   * signal or by a program's handler that could interrupt the ring write. */
+  sigfillset(&sa->sa_mask);
+}
+
+void pprt__posix_signal_remember(pprt__os_sigsave *save, const struct sigaction *prev) {
+  save->old = *prev;
+  /* sa_handler and sa_sigaction share storage on every supported libc, so
+   * this also catches a null sa_sigaction installed with SA_SIGINFO. */
+  if (prev->sa_handler == SIG_DFL) {
+    save->old.sa_handler = SIG_IGN;
+    save->old.sa_flags &= ~SA_SIGINFO;
+  }
+  save->installed = 1;
+}
+
+void pprt__os_signal_forward(const pprt__os_sigsave *save, int sig, siginfo_t *info,
+                             void *ucontext) {
+  const struct sigaction *sa = &save->old;
+  /* Checked before SA_SIGINFO: the kernel ignores (or applies the default
+   * to) these values whatever the flags say, and so does pprt. */
+  if (sa->sa_handler == SIG_IGN || sa->sa_handler == SIG_DFL)
+    return;
+  if (sa->sa_flags & SA_SIGINFO)
+    sa->sa_sigaction(sig, info, ucontext);
+  else
+    sa->sa_handler(sig);
+}
