@@ -190,6 +190,12 @@ enum pprt__os_sigprof_source {
 };
 enum pprt__os_sigprof_source pprt__os_sigprof_source(const siginfo_t *info, uintptr_t cookie);
 
+/* For a THREAD_TIMER SIGPROF: how many further expirations this one signal
+ * stands for (si_overrun). Linux checks CPU timers on the scheduler tick, so
+ * a period shorter than a tick, or a thread that ran while its timer could
+ * not fire, folds several expirations into one signal. 0 elsewhere. AS-safe. */
+unsigned pprt__os_sigprof_overrun(const siginfo_t *info);
+
 /* ---- images ---------------------------------------------------------------- */
 
 /* One executable mapping of a loaded image: what a pprof Mapping describes.

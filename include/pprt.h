@@ -52,6 +52,68 @@ typedef struct pprt_writer {
  * the descriptor is not closed by pprt. */
 PPRT_API pprt_writer pprt_writer_fd(int fd);
 
+/* ---- CPU profiling ------------------------------------------------------------ */
+
+/* Which timers drive the CPU profiler. */
+typedef enum pprt_timer_mode {
+  /* Per-thread CPU timers where the OS has them (Linux), with the process
+   * timer as a fallback for threads pprt has not seen yet; the process
+   * timer alone elsewhere. */
+  PPRT_TIMER_AUTO = 0,
+  /* Per-thread CPU timers only (Linux); pprt_cpu_start fails with -ENOTSUP
+   * where there are none. */
+  PPRT_TIMER_PER_THREAD = 1,
+  /* One process-wide timer (setitimer ITIMER_PROF) only. On Linux it
+   * under-samples once more than ~2.5 threads are busy and splits samples
+   * unevenly between threads (Go issue 35057). */
+  PPRT_TIMER_PROCESS = 2,
+} pprt_timer_mode;
+
+typedef enum pprt_unwinder {
+  PPRT_UNWIND_DEFAULT = 0,  /* the build's default (PPRT_UNWINDER) */
+  PPRT_UNWIND_FP = 1,       /* frame pointers: ~1 ns a frame */
+  PPRT_UNWIND_LIBUNWIND = 2 /* DWARF unwind tables; -ENOTSUP if not built in */
+} pprt_unwinder;
+
+/* CPU profiler options. Zero-initialise, then set what you need; every zero
+ * field means its default. */
+typedef struct pprt_cpu_options {
+  /* sizeof(pprt_cpu_options) as the caller was compiled with, or 0; lets
+   * later versions add fields without breaking older callers. */
+  size_t size;
+  int hz;                  /* samples per CPU-second asked; 0: 100 */
+  int max_depth;           /* frames kept per sample; 0: 64; at most 256 */
+  pprt_timer_mode timer;   /* 0: PPRT_TIMER_AUTO */
+  pprt_unwinder unwinder;  /* 0: the build's default */
+  int no_symbolize;        /* 1: leave function names to the reader (go tool
+                              pprof symbolizes from the binaries) */
+} pprt_cpu_options;
+
+/* Starts the CPU profiler: SIGPROF at opts->hz per CPU-second on every
+ * thread, stacks recorded into a ring buffer that a reader thread drains.
+ * The profile (gzip'd pprof, sample types samples/count and
+ * cpu/nanoseconds) is written to out when pprt_cpu_stop is called.
+ * opts NULL means defaults. Errors: -EBUSY (already running), -EINVAL (a
+ * bad option), -ENOTSUP (an option this OS or build lacks), -ENOMEM,
+ * -EAGAIN (no thread could be started). */
+PPRT_API int pprt_cpu_start(const pprt_cpu_options *opts, pprt_writer out);
+
+/* Stops the CPU profiler and writes the profile; returns after it is
+ * written, with the writer's error if writing failed. -EPIPE when no
+ * profile is running. */
+PPRT_API int pprt_cpu_stop(void);
+
+/* Tells pprt about the calling thread: gives it a 32 KiB alternate signal
+ * stack (unless it has one), records its stack bounds for the unwinder and,
+ * while a CPU profile runs, starts its per-thread timer at once instead of
+ * at the next rescan. Optional (pprt finds threads on its own, and the
+ * preload library registers every thread it sees created); undone
+ * automatically when the thread exits. */
+PPRT_API int pprt_thread_register(void);
+
+/* Undoes pprt_thread_register on the calling thread now. */
+PPRT_API int pprt_thread_unregister(void);
+
 #ifdef __cplusplus
 }
 #endif

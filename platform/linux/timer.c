@@ -147,3 +147,10 @@ enum pprt__os_sigprof_source pprt__os_sigprof_source(const siginfo_t *info, uint
     return PPRT__OS_SIGPROF_PROCESS_TIMER;
   return PPRT__OS_SIGPROF_OTHER;
 }
+
+unsigned pprt__os_sigprof_overrun(const siginfo_t *info) {
+  /* The kernel evaluates CPU timers on the scheduler tick: expirations that
+   * passed while the thread was off the CPU, or within one tick, are folded
+   * into one signal and counted here. */
+  return info->si_overrun > 0 ? (unsigned)info->si_overrun : 0;
+}

@@ -1,0 +1,18 @@
+/* The CPU profiler's internal interface to the rest of pprt. The public API
+ * (pprt_cpu_start, pprt_cpu_stop) is in pprt.h. */
+#ifndef PPRT_CORE_CPU_H
+#define PPRT_CORE_CPU_H
+
+#include <stdint.h>
+
+/* A thread was registered / is exiting: while a session runs with
+ * per-thread timers, start / delete its timer now rather than at the next
+ * rescan. Not AS-safe. */
+void pprt__cpu_thread_started(uint64_t tid);
+void pprt__cpu_thread_exiting(uint64_t tid);
+
+/* Header words of a CPU sample record in the ring: [tid, count | flags]. */
+#define PPRT__CPU_HDR_WORDS 2
+#define PPRT__CPU_FLAG_EXTERNAL (UINT64_C(1) << 32) /* no stack could be walked */
+
+#endif /* PPRT_CORE_CPU_H */

@@ -1,0 +1,175 @@
+/* libpprt_preload: profile an unmodified program.
+ *
+ *   LD_PRELOAD=libpprt_preload.so PPRT_CPUPROFILE=cpu.pb.gz ./program
+ *   (macOS: DYLD_INSERT_LIBRARIES=libpprt_preload.dylib)
+ *
+ * A constructor reads the PPRT_* variables and starts the CPU profiler; a
+ * destructor stops it at exit and writes the profile. Every thread the
+ * program creates registers itself first (the per-OS hook in hook_*.c), so
+ * it has an alternate signal stack and its per-thread timer from its first
+ * instruction. Anything unusable (a bad value, an unwritable path, a setuid
+ * program) is one line on stderr and the program runs on, unprofiled.
+ *
+ * Variables:
+ *   PPRT_CPUPROFILE=path        where the CPU profile goes; unset: no CPU profile
+ *   PPRT_CPUPROFILE_HZ=n        samples per CPU-second asked (1-10000; default 100)
+ *   PPRT_CPUPROFILE_TIMER=mode  auto (default), per-thread or process
+ *   PPRT_SYMBOLIZE=0            leave function names to go tool pprof
+ * A process started from a profiled one (fork + exec with the same
+ * environment) writes to path.<pid>, so it never overwrites the first
+ * process's profile, as gperftools does.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/thread.h"
+#include "preload/preload.h"
+#include "pprt.h"
+
+static atomic_int profiling;    /* threads should register */
+static int cpu_fd = -1;
+static char cpu_path[PATH_MAX];
+
+/* Parses a whole decimal number in [lo, hi]; 0 on success. */
+static int parse_int(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end != '\0' || v < lo || v > hi)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+/* The profile's path: a process that inherited the variable from a profiled
+ * parent gets its own file. */
+static int choose_path(const char *path) {
+  char me[32];
+  snprintf(me, sizeof me, "%ld", (long)getpid());
+  const char *owner = getenv("PPRT_CPUPROFILE_PID");
+  int n;
+  if (owner && strcmp(owner, me) != 0)
+    n = snprintf(cpu_path, sizeof cpu_path, "%s.%s", path, me);
+  else
+    n = snprintf(cpu_path, sizeof cpu_path, "%s", path);
+  if (n < 0 || (size_t)n >= sizeof cpu_path)
+    return -1;
+  if (!owner)
+    setenv("PPRT_CPUPROFILE_PID", me, 1);
+  return 0;
+}
+
+static void start_cpu(const char *path) {
+  pprt_cpu_options o;
+  memset(&o, 0, sizeof o);
+  o.size = sizeof o;
+  const char *v = getenv("PPRT_CPUPROFILE_HZ");
+  long hz = 0;
+  if (v && *v && parse_int(v, 1, 10000, &hz) != 0) {
+    fprintf(stderr, "pprt: PPRT_CPUPROFILE_HZ=%s is not a rate in Hz (1-10000); not profiling\n",
+            v);
+    return;
+  }
+  o.hz = (int)hz;
+  v = getenv("PPRT_CPUPROFILE_TIMER");
+  if (v && *v) {
+    if (strcmp(v, "auto") == 0)
+      o.timer = PPRT_TIMER_AUTO;
+    else if (strcmp(v, "per-thread") == 0)
+      o.timer = PPRT_TIMER_PER_THREAD;
+    else if (strcmp(v, "process") == 0)
+      o.timer = PPRT_TIMER_PROCESS;
+    else {
+      fprintf(stderr,
+              "pprt: PPRT_CPUPROFILE_TIMER=%s is not auto, per-thread or process; not profiling\n",
+              v);
+      return;
+    }
+  }
+  v = getenv("PPRT_SYMBOLIZE");
+  if (v && *v) {
+    if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+      fprintf(stderr, "pprt: PPRT_SYMBOLIZE=%s is not 0 or 1; not profiling\n", v);
+      return;
+    }
+    o.no_symbolize = strcmp(v, "0") == 0;
+  }
+  if (choose_path(path) != 0) {
+    fprintf(stderr, "pprt: PPRT_CPUPROFILE path too long; not profiling\n");
+    return;
+  }
+  cpu_fd = open(cpu_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (cpu_fd < 0) {
+    fprintf(stderr, "pprt: cannot open PPRT_CPUPROFILE=%s: %s; not profiling\n", cpu_path,
+            strerror(errno));
+    return;
+  }
+  atomic_store(&profiling, 1);
+  int rc = pprt_cpu_start(&o, pprt_writer_fd(cpu_fd));
+  if (rc != 0) {
+    atomic_store(&profiling, 0);
+    fprintf(stderr, "pprt: cannot start the CPU profiler: %s; not profiling\n",
+            pprt_strerror(rc));
+    close(cpu_fd);
+    cpu_fd = -1;
+  }
+}
+
+__attribute__((constructor)) static void preload_start(void) {
+  const char *path = getenv("PPRT_CPUPROFILE");
+  if (!path || !*path)
+    return;
+  /* A setuid program must not write where its caller's environment says. */
+  if (getuid() != geteuid() || getgid() != getegid()) {
+    fprintf(stderr, "pprt: not profiling a setuid or setgid program\n");
+    return;
+  }
+  start_cpu(path);
+}
+
+__attribute__((destructor)) static void preload_stop(void) {
+  if (cpu_fd < 0)
+    return;
+  atomic_store(&profiling, 0);
+  int rc = pprt_cpu_stop();
+  /* -EPIPE: a forked child, whose session was dropped: not its profile. */
+  if (rc != 0 && rc != -EPIPE)
+    fprintf(stderr, "pprt: writing %s failed: %s\n", cpu_path, pprt_strerror(rc));
+  close(cpu_fd);
+  cpu_fd = -1;
+}
+
+/* ---- threads -------------------------------------------------------------------- */
+
+struct start {
+  void *(*fn)(void *);
+  void *arg;
+};
+
+static void *registered_start(void *p) {
+  struct start st = *(struct start *)p;
+  free(p);
+  pprt_thread_register();
+  return st.fn(st.arg);
+}
+
+int pprt__preload_create(pprt__pthread_create_fn real_create, pthread_t *thread,
+                         const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+  if (!atomic_load(&profiling) || pprt__thread_self()->creating_internal)
+    return real_create(thread, attr, fn, arg);
+  struct start *st = malloc(sizeof *st);
+  if (st == NULL)
+    return real_create(thread, attr, fn, arg); /* unregistered, still profiled */
+  st->fn = fn;
+  st->arg = arg;
+  int rc = real_create(thread, attr, registered_start, st);
+  if (rc != 0)
+    free(st);
+  return rc;
+}
