@@ -38,7 +38,11 @@ __attribute__((noinline)) static void burn_hot_outer(void) {
 
 static void *worker(void *arg) {
   (void)arg;
+#ifdef __APPLE__
+  pthread_setname_np("burner");
+#else
   pthread_setname_np(pthread_self(), "burner");
+#endif
   burn_hot_outer();
   return NULL;
 }
