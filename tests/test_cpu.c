@@ -182,6 +182,18 @@ static void *mix_thread(void *arg) {
   return NULL;
 }
 
+/* Whether this system has per-thread CPU timers (Linux). */
+static int has_thread_timers(void) {
+  membuf m = {0};
+  pprt_cpu_options o = {sizeof o, 100, 0, PPRT_TIMER_PER_THREAD, 0, 0};
+  int rc = pprt_cpu_start(&o, (pprt_writer){mem_write, &m});
+  if (rc == 0)
+    pprt_cpu_stop();
+  free(m.data);
+  assert_true(rc == 0 || rc == -ENOTSUP);
+  return rc == 0;
+}
+
 static void check_accuracy(int threads) {
   membuf m = {0};
   pprt_cpu_options o = {sizeof o, 250, 0, PPRT_TIMER_AUTO, 0, 0};
@@ -210,7 +222,10 @@ static void check_accuracy(int threads) {
   assert_true(100 * b / sum > 27 && 100 * b / sum < 33);
   assert_true(100 * c / sum > 7 && 100 * c / sum < 13);
   double ratio = (double)cpu_ns / 1e9 / cpu;
-  assert_true(ratio > 0.95 && ratio < 1.05);
+  /* Within 5% with per-thread timers. A process timer alone (macOS,
+   * FreeBSD) is known to be biased; 10% there, until measured on them. */
+  double tol = has_thread_timers() ? 0.05 : 0.10;
+  assert_true(ratio > 1 - tol && ratio < 1 + tol);
   pprt__profile_decoded_free(p);
   free(m.data);
 }
@@ -263,15 +278,20 @@ static double first_share(pprt_timer_mode mode, double seconds) {
   pprt__profile_decoded_free(p);
   free(m.data);
   assert_true(n[0] + n[1] > 0);
-  print_message("%s timer: %lld / %lld samples\n", mode == PPRT_TIMER_PROCESS ? "process" : "auto",
+  print_message("%s timer: %lld / %lld samples\n",
+                mode == PPRT_TIMER_PROCESS ? "process" : "per-thread",
                 (long long)n[0], (long long)n[1]);
   return 100.0 * (double)n[0] / (double)(n[0] + n[1]);
 }
 
 static void test_fairness(void **state) {
   (void)state;
-  double share = first_share(PPRT_TIMER_AUTO, 3.0 * scale());
-  assert_true(share > 45 && share < 55);
+  if (has_thread_timers()) {
+    double share = first_share(PPRT_TIMER_PER_THREAD, 3.0 * scale());
+    assert_true(share > 45 && share < 55);
+  } else {
+    print_message("no per-thread timers here: fairness not asserted\n");
+  }
   double skew = first_share(PPRT_TIMER_PROCESS, 3.0 * scale());
   print_message("process timer: first thread %.1f%% (known to be uneven; not asserted)\n", skew);
 }
