@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "core/cpu.h"
+#include "core/heap.h"
 #include "core/platform.h"
 #include "core/profile.h"
 #include "core/ring.h"
@@ -243,6 +244,22 @@ void pprt__cpu_thread_exiting(uint64_t tid) {
   pthread_mutex_unlock(&g_control);
 }
 
+void pprt__cpu_exec_prepare(void) {
+  pthread_mutex_lock(&g_control);
+  session *s = atomic_load(&g_session);
+  if (s && s->process_timer)
+    pprt__os_process_timer_set(0);
+  pthread_mutex_unlock(&g_control);
+}
+
+void pprt__cpu_exec_failed(void) {
+  pthread_mutex_lock(&g_control);
+  session *s = atomic_load(&g_session);
+  if (s && s->process_timer)
+    pprt__os_process_timer_set(s->hz);
+  pthread_mutex_unlock(&g_control);
+}
+
 /* ---- the signal handler ------------------------------------------------------------ */
 
 static void record(session *s, void *ucontext, uint64_t tid, uint64_t count) {
@@ -361,6 +378,7 @@ static void take_record(session *s, const pprt__ring_record *rec) {
 
 static void *reader_main(void *arg) {
   session *s = arg;
+  pprt__heap_ignore_thread(); /* the profile builder's memory is pprt's */
   atomic_store(&s->reader_tid, pprt__os_thread_id());
   pprt__ring_record rec;
   for (;;) {

@@ -11,6 +11,14 @@
 void pprt__cpu_thread_started(uint64_t tid);
 void pprt__cpu_thread_exiting(uint64_t tid);
 
+/* Around an exec in the profiled process: the process timer (setitimer) is
+ * the one timer exec keeps, and the new image would die of its first tick
+ * (SIGPROF's default action) before it could install a handler. prepare
+ * disarms it; failed re-arms it when the exec did not happen. Per-thread
+ * timers end with the exec by themselves. Not AS-safe. */
+void pprt__cpu_exec_prepare(void);
+void pprt__cpu_exec_failed(void);
+
 /* Header words of a CPU sample record in the ring: [tid, count | flags]. */
 #define PPRT__CPU_HDR_WORDS 2
 #define PPRT__CPU_FLAG_EXTERNAL (UINT64_C(1) << 32) /* no stack could be walked */

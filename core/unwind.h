@@ -23,6 +23,13 @@ typedef struct pprt__stack_bounds {
 size_t pprt__unwind_fp(const pprt__os_regs *regs, pprt__stack_bounds bounds, uintptr_t *pcs,
                        size_t max);
 
+/* The walk above without a leaf: one return address per frame from the
+ * frame at fp up, at most max; sp is a lower bound for fp. For stacks
+ * captured outside signals (the allocation sampler passes its entry
+ * point's __builtin_frame_address(0), so the first pc is in its caller). */
+size_t pprt__unwind_frames(uintptr_t fp, uintptr_t sp, pprt__stack_bounds bounds,
+                           uintptr_t *pcs, size_t max);
+
 /* The same walk with libunwind (unw_init_local2 with UNW_INIT_SIGNAL_FRAME,
  * for code built without frame pointers); -ENOTSUP when pprt was built
  * without it (PPRT_UNWINDER=fp). Returns the number of pcs or a negative

@@ -35,16 +35,13 @@ static int frame_readable(uintptr_t addr, pprt__stack_bounds b, uintptr_t *ok_pa
   }
 }
 
-size_t pprt__unwind_fp(const pprt__os_regs *regs, pprt__stack_bounds bounds, uintptr_t *pcs,
-                       size_t max) {
-  if (max == 0)
-    return 0;
+size_t pprt__unwind_frames(uintptr_t fp, uintptr_t sp, pprt__stack_bounds bounds,
+                           uintptr_t *pcs, size_t max) {
   size_t n = 0;
-  pcs[n++] = regs->pc;
-  uintptr_t fp = regs->fp, prev = regs->sp, ok_page = 0;
+  uintptr_t prev = sp, ok_page = 0;
   while (n < max) {
     /* The first frame may sit at sp itself; later ones strictly above. */
-    if (fp == 0 || (fp & (WORD - 1)) != 0 || fp < prev || (n > 1 && fp == prev) ||
+    if (fp == 0 || (fp & (WORD - 1)) != 0 || fp < prev || (n > 0 && fp == prev) ||
         fp - prev > PPRT__UNWIND_MAX_FRAME)
       break;
     if (!frame_readable(fp, bounds, &ok_page))
@@ -59,4 +56,12 @@ size_t pprt__unwind_fp(const pprt__os_regs *regs, pprt__stack_bounds bounds, uin
     fp = next;
   }
   return n;
+}
+
+size_t pprt__unwind_fp(const pprt__os_regs *regs, pprt__stack_bounds bounds, uintptr_t *pcs,
+                       size_t max) {
+  if (max == 0)
+    return 0;
+  pcs[0] = regs->pc;
+  return 1 + pprt__unwind_frames(regs->fp, regs->sp, bounds, pcs + 1, max - 1);
 }

@@ -114,6 +114,32 @@ PPRT_API int pprt_thread_register(void);
 /* Undoes pprt_thread_register on the calling thread now. */
 PPRT_API int pprt_thread_unregister(void);
 
+/* ---- heap profiling -------------------------------------------------------------- */
+
+/* Sets the mean number of bytes allocated between samples: 0 turns the
+ * allocation sampler off (the default), 1 samples every allocation, and
+ * 524288 (512 KiB, Go's MemProfileRate) is the usual setting. Allocations
+ * are seen through the preload library's malloc family and through
+ * pprt_alloc_note. A thread picks up a new rate at its next sample point
+ * (within 64 MiB of its allocations when sampling was off). */
+PPRT_API int pprt_heap_set_rate(size_t bytes);
+
+/* The current rate. */
+PPRT_API size_t pprt_heap_rate(void);
+
+/* Writes a heap profile as of now (gzip'd pprof): sample types
+ * alloc_objects, alloc_space, inuse_objects, inuse_space (the default), each
+ * an estimate of the real totals from the samples; period_type space/bytes,
+ * period = the rate. Errors: the writer's, -ENOMEM. */
+PPRT_API int pprt_heap_write(pprt_writer out);
+
+/* For programs and libraries with their own allocators (arenas, pools):
+ * report an allocation of size bytes at ptr, and its release. Sampled like
+ * malloc, shown in the same heap profile, kept apart from malloc's blocks
+ * (an arena's block may share an address with the malloc block under it). */
+PPRT_API void pprt_alloc_note(void *ptr, size_t size);
+PPRT_API void pprt_free_note(void *ptr);
+
 #ifdef __cplusplus
 }
 #endif

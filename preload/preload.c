@@ -15,9 +15,12 @@
  *   PPRT_CPUPROFILE_HZ=n        samples per CPU-second asked (1-10000; default 100)
  *   PPRT_CPUPROFILE_TIMER=mode  auto (default), per-thread or process
  *   PPRT_SYMBOLIZE=0            leave function names to go tool pprof
+ *   PPRT_HEAPPROFILE=path       where the heap profile goes, written at exit
+ *   PPRT_HEAP_RATE=bytes        mean bytes between allocation samples
+ *                               (default 524288; 1 = every allocation)
  * A process started from a profiled one (fork + exec with the same
  * environment) writes to path.<pid>, so it never overwrites the first
- * process's profile, as gperftools does.
+ * process's files, as gperftools does.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,13 +31,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/heap.h"
 #include "core/thread.h"
 #include "preload/preload.h"
 #include "pprt.h"
 
 static atomic_int profiling;    /* threads should register */
-static int cpu_fd = -1;
-static char cpu_path[PATH_MAX];
+static int cpu_fd = -1, heap_fd = -1;
+static char cpu_path[PATH_MAX], heap_path[PATH_MAX];
 
 /* Parses a whole decimal number in [lo, hi]; 0 on success. */
 static int parse_int(const char *s, long lo, long hi, long *out) {
@@ -47,22 +51,23 @@ static int parse_int(const char *s, long lo, long hi, long *out) {
   return 0;
 }
 
-/* The profile's path: a process that inherited the variable from a profiled
- * parent gets its own file. */
-static int choose_path(const char *path) {
+/* Opens an output named by variable `var` (value `path`): a process that
+ * inherited the variables from a profiled parent gets its own file. Returns
+ * the descriptor, or -1 after saying why on stderr. */
+static int open_output(const char *var, const char *path, char *out, size_t outlen) {
   char me[32];
   snprintf(me, sizeof me, "%ld", (long)getpid());
-  const char *owner = getenv("PPRT_CPUPROFILE_PID");
-  int n;
-  if (owner && strcmp(owner, me) != 0)
-    n = snprintf(cpu_path, sizeof cpu_path, "%s.%s", path, me);
-  else
-    n = snprintf(cpu_path, sizeof cpu_path, "%s", path);
-  if (n < 0 || (size_t)n >= sizeof cpu_path)
+  const char *owner = getenv("PPRT_OWNER_PID");
+  int n = owner && strcmp(owner, me) != 0 ? snprintf(out, outlen, "%s.%s", path, me)
+                                           : snprintf(out, outlen, "%s", path);
+  if (n < 0 || (size_t)n >= outlen) {
+    fprintf(stderr, "pprt: %s path too long; not profiling\n", var);
     return -1;
-  if (!owner)
-    setenv("PPRT_CPUPROFILE_PID", me, 1);
-  return 0;
+  }
+  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    fprintf(stderr, "pprt: cannot open %s=%s: %s; not profiling\n", var, out, strerror(errno));
+  return fd;
 }
 
 static void start_cpu(const char *path) {
@@ -100,16 +105,9 @@ static void start_cpu(const char *path) {
     }
     o.no_symbolize = strcmp(v, "0") == 0;
   }
-  if (choose_path(path) != 0) {
-    fprintf(stderr, "pprt: PPRT_CPUPROFILE path too long; not profiling\n");
+  cpu_fd = open_output("PPRT_CPUPROFILE", path, cpu_path, sizeof cpu_path);
+  if (cpu_fd < 0)
     return;
-  }
-  cpu_fd = open(cpu_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (cpu_fd < 0) {
-    fprintf(stderr, "pprt: cannot open PPRT_CPUPROFILE=%s: %s; not profiling\n", cpu_path,
-            strerror(errno));
-    return;
-  }
   atomic_store(&profiling, 1);
   int rc = pprt_cpu_start(&o, pprt_writer_fd(cpu_fd));
   if (rc != 0) {
@@ -121,28 +119,65 @@ static void start_cpu(const char *path) {
   }
 }
 
+static void start_heap(const char *path) {
+  const char *v = getenv("PPRT_HEAP_RATE");
+  long rate = (long)PPRT__HEAP_DEFAULT_RATE;
+  if (v && *v && parse_int(v, 1, 1L << 40, &rate) != 0) {
+    fprintf(stderr,
+            "pprt: PPRT_HEAP_RATE=%s is not a number of bytes (1 or more); not profiling\n", v);
+    return;
+  }
+  heap_fd = open_output("PPRT_HEAPPROFILE", path, heap_path, sizeof heap_path);
+  if (heap_fd >= 0)
+    pprt_heap_set_rate((size_t)rate);
+}
+
+/* A process forked from this one (heap_owner != getpid()) has a copy of the
+ * sampler's records but not the parent's file to write them to. */
+static pid_t heap_owner;
+
 __attribute__((constructor)) static void preload_start(void) {
-  const char *path = getenv("PPRT_CPUPROFILE");
-  if (!path || !*path)
+  const char *cpu = getenv("PPRT_CPUPROFILE"), *heap = getenv("PPRT_HEAPPROFILE");
+  if ((!cpu || !*cpu) && (!heap || !*heap))
     return;
   /* A setuid program must not write where its caller's environment says. */
   if (getuid() != geteuid() || getgid() != getegid()) {
     fprintf(stderr, "pprt: not profiling a setuid or setgid program\n");
     return;
   }
-  start_cpu(path);
+  if (heap && *heap) {
+    start_heap(heap);
+    heap_owner = getpid();
+  }
+  if (cpu && *cpu)
+    start_cpu(cpu);
+  /* Children that exec with these variables write path.<pid>. */
+  if (!getenv("PPRT_OWNER_PID")) {
+    char me[32];
+    snprintf(me, sizeof me, "%ld", (long)getpid());
+    setenv("PPRT_OWNER_PID", me, 1);
+  }
 }
 
 __attribute__((destructor)) static void preload_stop(void) {
-  if (cpu_fd < 0)
-    return;
-  atomic_store(&profiling, 0);
-  int rc = pprt_cpu_stop();
-  /* -EPIPE: a forked child, whose session was dropped: not its profile. */
-  if (rc != 0 && rc != -EPIPE)
-    fprintf(stderr, "pprt: writing %s failed: %s\n", cpu_path, pprt_strerror(rc));
-  close(cpu_fd);
-  cpu_fd = -1;
+  if (cpu_fd >= 0) {
+    atomic_store(&profiling, 0);
+    int rc = pprt_cpu_stop();
+    /* -EPIPE: a forked child, whose session was dropped: not its profile. */
+    if (rc != 0 && rc != -EPIPE)
+      fprintf(stderr, "pprt: writing %s failed: %s\n", cpu_path, pprt_strerror(rc));
+    close(cpu_fd);
+    cpu_fd = -1;
+  }
+  if (heap_fd >= 0) {
+    if (heap_owner == getpid()) {
+      int rc = pprt_heap_write(pprt_writer_fd(heap_fd));
+      if (rc != 0)
+        fprintf(stderr, "pprt: writing %s failed: %s\n", heap_path, pprt_strerror(rc));
+    }
+    close(heap_fd);
+    heap_fd = -1;
+  }
 }
 
 /* ---- threads -------------------------------------------------------------------- */

@@ -1,12 +1,15 @@
 /* An ordinary program that knows nothing of pprt, for the preload tests:
  * two threads (named "burner") spend their CPU in two named functions, then
  * the program optionally forks and execs a child, and exits with the status
- * given on its command line.
+ * given on its command line. With "exec" after the child program it execs
+ * it directly instead, with an empty environment (so not preloaded): the
+ * new image must not inherit a profiling timer that kills it.
  *
- * Usage: cpu_burn SECONDS EXIT_STATUS [CHILD_PROGRAM] */
+ * Usage: cpu_burn SECONDS EXIT_STATUS [CHILD_PROGRAM [exec]] */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +61,12 @@ int main(int argc, char **argv) {
     pthread_create(&th[i], NULL, worker, NULL);
   for (int i = 0; i < 2; i++)
     pthread_join(th[i], NULL);
+  if (argc > 4 && strcmp(argv[4], "exec") == 0) {
+    char *const child_argv[] = {argv[3], "0.5", argv[2], NULL};
+    char *const empty_env[] = {NULL};
+    execve(argv[3], child_argv, empty_env);
+    return 126;
+  }
   if (argc > 3) {
     pid_t pid = fork();
     if (pid == 0) {

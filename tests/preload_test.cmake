@@ -43,6 +43,14 @@ else()
   message(STATUS "go not found: profiles written, names not checked")
 endif()
 
+# A profiled process that execs a program which is not profiled: the
+# process timer must not follow it across exec (it would die of SIGPROF).
+run_burn(e PPRT_CPUPROFILE=${OUT}/exec.pb.gz PPRT_CPUPROFILE_TIMER=process ${BURN} 0.3 5 ${BURN} exec)
+if(NOT e_rc EQUAL 5)
+  message(FATAL_ERROR "exec'd program: exit ${e_rc}, want 5: ${e_err}")
+endif()
+message(STATUS "an exec'd, unprofiled program is not killed by the profiling timer")
+
 # Unusable settings: one clear line, no profile, the program unharmed.
 foreach(bad "PPRT_CPUPROFILE_HZ=abc" "PPRT_CPUPROFILE_HZ=0" "PPRT_CPUPROFILE_TIMER=fast"
             "PPRT_SYMBOLIZE=maybe")

@@ -1,0 +1,406 @@
+/* The allocation sampler's slow paths and the heap profile (see heap.h).
+ *
+ * Divisions: the per-thread sampling state (countdown, PRNG, reentrancy
+ * flag); the sampled-block table (address -> size and bucket) and the
+ * buckets ((stack, size) -> counts), both under one mutex since only
+ * sampled events reach them (one per `rate` bytes on average); the public
+ * API; the heap profile.
+ *
+ * Recursion: everything here may allocate (the tables grow, the profile is
+ * built). The thread's `busy` flag is set for the duration, so those
+ * allocations pass through the hooks unsampled and nothing re-enters the
+ * mutex. fork: atfork handlers take the mutex around fork and re-create it
+ * in the child, which keeps sampling with the parent's records.
+ */
+#include "core/heap.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/platform.h"
+#include "core/profile.h"
+#include "core/table.h"
+#include "core/thread.h"
+#include "core/unwind.h"
+#include "pprt.h"
+
+#define MAX_STACK 64
+/* With sampling off a thread re-reads the rate after this many bytes, so
+ * turning it on reaches threads that allocate. */
+#define OFF_RECHECK ((int64_t)64 << 20)
+
+__thread int64_t pprt__heap_countdown __attribute__((tls_model("initial-exec")));
+static __thread uint64_t rng __attribute__((tls_model("initial-exec")));
+static __thread int busy __attribute__((tls_model("initial-exec")));
+
+atomic_ushort pprt__heap_filter[1u << PPRT__HEAP_FILTER_BITS];
+
+static atomic_size_t g_rate; /* 0: off */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+
+/* ---- buckets: (stack, size) ---------------------------------------------------- */
+
+typedef struct bucket {
+  size_t stack_off, depth;
+  size_t size;
+  uint64_t allocs, frees;
+} bucket;
+
+static bucket *g_buckets;
+static size_t g_nbuckets, g_buckets_cap;
+static uintptr_t *g_stacks; /* all buckets' pcs */
+static size_t g_nstacks, g_stacks_cap;
+static pprt__table g_bucket_index;
+
+struct bucket_key {
+  const uintptr_t *pcs;
+  size_t depth, size;
+};
+
+static int bucket_eq(const void *ctx, uint32_t idx) {
+  const struct bucket_key *k = ctx;
+  const bucket *b = &g_buckets[idx];
+  return b->size == k->size && b->depth == k->depth &&
+         memcmp(g_stacks + b->stack_off, k->pcs, k->depth * sizeof *k->pcs) == 0;
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap)
+    return 0;
+  size_t ncap = *cap ? *cap * 2 : 256;
+  while (ncap < need)
+    ncap *= 2;
+  void *n = realloc(*arr, ncap * elem);
+  if (n == NULL)
+    return -1;
+  *arr = n;
+  *cap = ncap;
+  return 0;
+}
+
+/* Under g_lock. The bucket's index, or -1 on ENOMEM. */
+static int64_t bucket_intern(const uintptr_t *pcs, size_t depth, size_t size) {
+  uint64_t h = PPRT__HASH_SEED;
+  for (size_t i = 0; i < depth; i++)
+    h = pprt__hash_word(h, pcs[i]);
+  h = pprt__hash_finish(pprt__hash_word(h, size));
+  struct bucket_key k = {pcs, depth, size};
+  int64_t idx = pprt__table_find(&g_bucket_index, h, bucket_eq, &k);
+  if (idx >= 0)
+    return idx;
+  if (grow((void **)&g_buckets, &g_buckets_cap, g_nbuckets + 1, sizeof *g_buckets) ||
+      grow((void **)&g_stacks, &g_stacks_cap, g_nstacks + depth, sizeof *g_stacks))
+    return -1;
+  idx = pprt__table_intern(&g_bucket_index, h, bucket_eq, &k, (uint32_t)g_nbuckets);
+  if (idx < 0)
+    return -1;
+  memcpy(g_stacks + g_nstacks, pcs, depth * sizeof *pcs);
+  g_buckets[idx] = (bucket){g_nstacks, depth, size, 0, 0};
+  g_nstacks += depth;
+  g_nbuckets++;
+  return idx;
+}
+
+/* ---- sampled blocks: (address, domain) -> (size, bucket) -------------------------- */
+
+typedef struct block {
+  uint64_t key; /* address << 1 | domain; 0 empty; 1 removed */
+  size_t size;
+  uint32_t bucket;
+} block;
+
+#define BLOCK_EMPTY 0
+#define BLOCK_GONE 1
+
+static block *g_blocks;
+static size_t g_blocks_cap, g_blocks_used; /* used: live + removed slots */
+
+/* Notes may be at any address (a byte arena), so the domain goes below the
+ * address rather than into its low bit. p is never NULL here, so a key is
+ * never 0 (empty) or 1 (removed). */
+static uint64_t block_key(const void *p, enum pprt__heap_domain d) {
+  return ((uint64_t)(uintptr_t)p << 1) | (uint64_t)d;
+}
+
+static size_t block_slot(uint64_t key, size_t cap) {
+  return (size_t)pprt__hash_finish(key) & (cap - 1);
+}
+
+static block *block_find(uint64_t key) {
+  if (g_blocks_cap == 0)
+    return NULL;
+  for (size_t i = block_slot(key, g_blocks_cap);; i = (i + 1) & (g_blocks_cap - 1)) {
+    if (g_blocks[i].key == key)
+      return &g_blocks[i];
+    if (g_blocks[i].key == BLOCK_EMPTY)
+      return NULL;
+  }
+}
+
+static int blocks_rehash(size_t ncap) {
+  block *nb = calloc(ncap, sizeof *nb);
+  if (nb == NULL)
+    return -1;
+  size_t used = 0;
+  for (size_t i = 0; i < g_blocks_cap; i++) {
+    if (g_blocks[i].key <= BLOCK_GONE)
+      continue;
+    size_t j = block_slot(g_blocks[i].key, ncap);
+    while (nb[j].key != BLOCK_EMPTY)
+      j = (j + 1) & (ncap - 1);
+    nb[j] = g_blocks[i];
+    used++;
+  }
+  free(g_blocks);
+  g_blocks = nb;
+  g_blocks_cap = ncap;
+  g_blocks_used = used;
+  return 0;
+}
+
+static int block_insert(uint64_t key, size_t size, uint32_t b) {
+  if ((g_blocks_used + 1) * 2 > g_blocks_cap &&
+      blocks_rehash(g_blocks_cap ? g_blocks_cap * 2 : 1024) != 0)
+    return -1;
+  size_t i = block_slot(key, g_blocks_cap);
+  while (g_blocks[i].key > BLOCK_GONE)
+    i = (i + 1) & (g_blocks_cap - 1);
+  if (g_blocks[i].key == BLOCK_EMPTY)
+    g_blocks_used++;
+  g_blocks[i] = (block){key, size, b};
+  return 0;
+}
+
+/* ---- sampling ------------------------------------------------------------------------ */
+
+static uint64_t next_random(void) {
+  if (rng == 0) {
+    /* Seeded per thread from its id, the clock and a stack address. */
+    uintptr_t here = (uintptr_t)&here;
+    rng = pprt__hash_finish(pprt__os_monotonic_ns() ^ (pprt__thread_id() << 32) ^ here) | 1;
+  }
+  /* xorshift64* */
+  rng ^= rng >> 12;
+  rng ^= rng << 25;
+  rng ^= rng >> 27;
+  return rng * UINT64_C(2685821657736338717);
+}
+
+/* The distance to the next sample: exponential with mean rate, by the
+ * inverse CDF; 0 at rate 1 (every allocation). */
+static int64_t draw(size_t rate) {
+  if (rate <= 1)
+    return 0;
+  /* u in (0, 1]: 53 random bits, never 0. */
+  double u = ((double)(next_random() >> 11) + 1.0) / 9007199254740992.0;
+  double d = -log(u) * (double)rate;
+  return d > 9e18 ? INT64_MAX : (int64_t)d + 1;
+}
+
+static void atfork_prepare(void) {
+  pthread_mutex_lock(&g_lock);
+}
+
+static void atfork_parent(void) {
+  pthread_mutex_unlock(&g_lock);
+}
+
+static void atfork_child(void) {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  g_lock = fresh;
+}
+
+static void install_atfork(void) {
+  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* Records a sampled block: its stack from `frame` up, its bucket, its
+ * table entry and its filter count. */
+static void record(void *ptr, size_t size, void *frame, enum pprt__heap_domain d) {
+  uintptr_t pcs[MAX_STACK];
+  uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+  size_t depth = pprt__unwind_frames((uintptr_t)frame, here, pprt__thread_self()->stack, pcs,
+                                     MAX_STACK);
+  pthread_mutex_lock(&g_lock);
+  int64_t b = bucket_intern(pcs, depth, size);
+  if (b >= 0 && block_insert(block_key(ptr, d), size, (uint32_t)b) == 0) {
+    g_buckets[b].allocs++;
+    atomic_fetch_add_explicit(&pprt__heap_filter[pprt__heap_filter_slot(ptr)], 1,
+                              memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+void pprt__heap_sample(void *ptr, size_t size, void *frame, enum pprt__heap_domain d) {
+  if (busy) {
+    pprt__heap_countdown = 1; /* decide again at the thread's next allocation */
+    return;
+  }
+  busy = 1;
+  size_t rate = atomic_load_explicit(&g_rate, memory_order_relaxed);
+  if (rate == 0) {
+    pprt__heap_countdown = OFF_RECHECK;
+  } else if (rng == 0 && rate > 1) {
+    /* The thread's first sample point: start its Poisson process here,
+     * counting this allocation against the first distance. */
+    pprt__heap_countdown = draw(rate) - (int64_t)size;
+    if (pprt__heap_countdown <= 0) {
+      record(ptr, size, frame, d);
+      pprt__heap_countdown = draw(rate);
+    }
+  } else {
+    record(ptr, size, frame, d);
+    pprt__heap_countdown = draw(rate);
+  }
+  busy = 0;
+}
+
+/* Under g_lock: takes the block's record out, updating its bucket. */
+static int take_block(uint64_t key, const void *ptr, block *out) {
+  block *bl = block_find(key);
+  if (bl == NULL)
+    return 0;
+  *out = *bl;
+  bl->key = BLOCK_GONE;
+  atomic_fetch_sub_explicit(&pprt__heap_filter[pprt__heap_filter_slot(ptr)], 1,
+                            memory_order_relaxed);
+  return 1;
+}
+
+void pprt__heap_forget(void *ptr, enum pprt__heap_domain d) {
+  if (busy)
+    return; /* pprt freeing its own memory: never sampled */
+  busy = 1;
+  block bl;
+  pthread_mutex_lock(&g_lock);
+  if (take_block(block_key(ptr, d), ptr, &bl))
+    g_buckets[bl.bucket].frees++;
+  pthread_mutex_unlock(&g_lock);
+  busy = 0;
+}
+
+void pprt__heap_realloc_begin(void *ptr, pprt__heap_held *h) {
+  h->held = 0;
+  if (ptr == NULL || busy ||
+      atomic_load_explicit(&pprt__heap_filter[pprt__heap_filter_slot(ptr)],
+                           memory_order_relaxed) == 0)
+    return;
+  busy = 1;
+  block bl;
+  pthread_mutex_lock(&g_lock);
+  if (take_block(block_key(ptr, PPRT__HEAP_MALLOC), ptr, &bl)) {
+    h->ptr = ptr;
+    h->size = bl.size;
+    h->bucket = bl.bucket;
+    h->held = 1;
+  }
+  pthread_mutex_unlock(&g_lock);
+  busy = 0;
+}
+
+void pprt__heap_realloc_end(pprt__heap_held *h, int ok) {
+  if (!h->held)
+    return;
+  busy = 1;
+  pthread_mutex_lock(&g_lock);
+  if (ok) {
+    g_buckets[h->bucket].frees++; /* the old block is gone */
+  } else if (block_insert(block_key(h->ptr, PPRT__HEAP_MALLOC), h->size, h->bucket) == 0) {
+    atomic_fetch_add_explicit(&pprt__heap_filter[pprt__heap_filter_slot(h->ptr)], 1,
+                              memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&g_lock);
+  busy = 0;
+}
+
+void pprt__heap_ignore_thread(void) {
+  busy = 1;
+}
+
+/* ---- the public API -------------------------------------------------------------------- */
+
+int pprt_heap_set_rate(size_t bytes) {
+  pthread_once(&g_atfork_once, install_atfork);
+  atomic_store(&g_rate, bytes);
+  /* This thread starts its process now; others at their next sample point
+   * (or within OFF_RECHECK bytes if sampling was off). */
+  rng = 0;
+  pprt__heap_countdown = 0;
+  return 0;
+}
+
+size_t pprt_heap_rate(void) {
+  return atomic_load(&g_rate);
+}
+
+void pprt_alloc_note(void *ptr, size_t size) {
+  if (ptr != NULL)
+    pprt__heap_on_alloc(ptr, size, __builtin_frame_address(0), PPRT__HEAP_NOTE);
+}
+
+void pprt_free_note(void *ptr) {
+  pprt__heap_on_free(ptr, PPRT__HEAP_NOTE);
+}
+
+/* ---- the heap profile --------------------------------------------------------------------- */
+
+/* Go's scaleHeapSample: a block of `size` bytes was sampled with
+ * probability 1 - exp(-size / rate); each sampled one stands for
+ * 1 / that many. */
+static double scale_for(size_t size, size_t rate) {
+  if (rate <= 1 || size == 0)
+    return 1.0;
+  return 1.0 / (1.0 - exp(-(double)size / (double)rate));
+}
+
+int pprt_heap_write(pprt_writer out) {
+  if (out.write == NULL)
+    return -EINVAL;
+  int was_busy = busy;
+  busy = 1;
+  size_t rate = atomic_load(&g_rate);
+  static const pprt__value_type types[4] = {{"alloc_objects", "count"},
+                                            {"alloc_space", "bytes"},
+                                            {"inuse_objects", "count"},
+                                            {"inuse_space", "bytes"}};
+  pprt__profile *p;
+  int rc = pprt__profile_new(&p, types, 4, (pprt__value_type){"space", "bytes"},
+                             (int64_t)(rate ? rate : PPRT__HEAP_DEFAULT_RATE));
+  if (rc != 0) {
+    busy = was_busy;
+    return rc;
+  }
+  pprt__profile_set_default_type(p, "inuse_space");
+  pprt__profile_set_time(p, (int64_t)pprt__os_wall_ns(), 0);
+  char comment[128];
+  snprintf(comment, sizeof comment, "pprt %s heap profile: one sample per %zu bytes allocated%s",
+           pprt_version(), rate, rate == 0 ? " (sampling off)" : "");
+  pprt__profile_add_comment(p, comment);
+
+  pthread_mutex_lock(&g_lock);
+  for (size_t i = 0; i < g_nbuckets && rc == 0; i++) {
+    const bucket *b = &g_buckets[i];
+    double s = scale_for(b->size, rate);
+    uint64_t live = b->allocs - b->frees;
+    int64_t v[4] = {(int64_t)llround((double)b->allocs * s),
+                    (int64_t)llround((double)b->allocs * (double)b->size * s),
+                    (int64_t)llround((double)live * s),
+                    (int64_t)llround((double)live * (double)b->size * s)};
+    pprt__label l = {"bytes", NULL, (int64_t)b->size, "bytes"};
+    rc = pprt__profile_add(p, g_stacks + b->stack_off, b->depth, 0, v, &l, 1);
+  }
+  pthread_mutex_unlock(&g_lock);
+
+  if (rc == 0)
+    rc = pprt__profile_add_os_mappings(p);
+  if (rc == 0)
+    rc = pprt__profile_write_os(p, 1, out);
+  pprt__profile_free(p);
+  busy = was_busy;
+  return rc;
+}

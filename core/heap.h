@@ -1,0 +1,87 @@
+/* The allocation sampler: Go's heap profile for any C program.
+ *
+ * Allocated bytes are sampled as a Poisson process with mean `rate` bytes
+ * between samples: each thread counts bytes down from a distance drawn from
+ * an exponential distribution, and the allocation that crosses zero is
+ * sampled (an allocation of s bytes is sampled with probability
+ * 1 - exp(-s / rate)). Sampled allocations keep their stack; the heap
+ * profile scales each (stack, size) bucket back up by
+ * 1 / (1 - exp(-size / rate)).
+ *
+ * The hooks below are what an allocator wrapper calls (the preload
+ * library's malloc family, pprt_alloc_note/pprt_free_note). Their fast paths
+ * are inline: an unsampled allocation costs one subtract and a branch on a
+ * thread-local counter; an unsampled free one load and a branch on a
+ * counting filter indexed by the pointer's hash, so frees of blocks that
+ * were never sampled do not touch the shared table.
+ */
+#ifndef PPRT_CORE_HEAP_H
+#define PPRT_CORE_HEAP_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bytes the calling thread may still allocate before its next sample point. */
+extern __thread int64_t pprt__heap_countdown __attribute__((tls_model("initial-exec")));
+
+/* The counting filter: per hash of a pointer, how many sampled blocks live
+ * there. Nonzero means "maybe sampled". */
+#define PPRT__HEAP_FILTER_BITS 18
+extern atomic_ushort pprt__heap_filter[1u << PPRT__HEAP_FILTER_BITS];
+
+static inline size_t pprt__heap_filter_slot(const void *p) {
+  uint64_t h = (uint64_t)(uintptr_t)p * UINT64_C(0x9e3779b97f4a7c15);
+  return (size_t)(h >> (64 - PPRT__HEAP_FILTER_BITS));
+}
+
+/* Which allocator a pointer belongs to: the same address may be both a
+ * malloc block (an arena's backing store) and a note of the arena. */
+enum pprt__heap_domain { PPRT__HEAP_MALLOC = 0, PPRT__HEAP_NOTE = 1 };
+
+/* The slow paths. `frame` is the frame address of the allocator entry
+ * point (__builtin_frame_address(0) in it): the recorded stack starts at
+ * its caller. */
+void pprt__heap_sample(void *ptr, size_t size, void *frame, enum pprt__heap_domain d);
+void pprt__heap_forget(void *ptr, enum pprt__heap_domain d);
+
+/* After a successful allocation of size bytes at ptr. */
+static inline void pprt__heap_on_alloc(void *ptr, size_t size, void *frame,
+                                       enum pprt__heap_domain d) {
+  if (__builtin_expect((pprt__heap_countdown -= (int64_t)size) > 0, 1))
+    return;
+  pprt__heap_sample(ptr, size, frame, d);
+}
+
+/* Before ptr is freed (before: after the real free another thread may get
+ * the same address and sample it). */
+static inline void pprt__heap_on_free(void *ptr, enum pprt__heap_domain d) {
+  if (ptr != NULL && __builtin_expect(atomic_load_explicit(&pprt__heap_filter[pprt__heap_filter_slot(ptr)],
+                                                           memory_order_relaxed) != 0,
+                                      0))
+    pprt__heap_forget(ptr, d);
+}
+
+/* A sampled block taken out of the table for a realloc, put back if the
+ * realloc fails. */
+typedef struct pprt__heap_held {
+  void *ptr;
+  size_t size;
+  uint32_t bucket;
+  int held;
+} pprt__heap_held;
+
+/* Before a realloc of ptr: removes its record if it is sampled. */
+void pprt__heap_realloc_begin(void *ptr, pprt__heap_held *h);
+/* After it: ok = 0 puts the record back (the block is unchanged). */
+void pprt__heap_realloc_end(pprt__heap_held *h, int ok);
+
+/* The calling thread's allocations are pprt's own from now on (the
+ * reader and writer threads): never sampled. */
+void pprt__heap_ignore_thread(void);
+
+/* Mean bytes between samples when heap profiling is turned on without a
+ * rate: Go's MemProfileRate, jemalloc's lg_prof_sample 19. */
+#define PPRT__HEAP_DEFAULT_RATE ((size_t)512 * 1024)
+
+#endif /* PPRT_CORE_HEAP_H */
