@@ -36,15 +36,10 @@
 
 extern char **environ;
 
-#ifndef PRELOAD_TESTS /* only the in-process tests in this build */
-#define PRELOAD_LIB ""
-#define HEAP_SITES ""
-#define HEAP_ENTRY ""
-#define GO ""
-#endif
 
 /* ---- helpers ------------------------------------------------------------------ */
 
+#ifdef PRELOAD_TESTS
 /* Runs argv with extra environment variables; returns its exit status, or
  * -1 if it did not exit normally. Output goes to out_path when given. */
 static int run(char *const argv[], const char *const *env, const char *out_path) {
@@ -103,6 +98,8 @@ static Pprt__Profile *decode_file(const char *path) {
   return p;
 }
 
+#endif
+
 static const char *leaf_name(const Pprt__Profile *p, const Pprt__Sample *s) {
   if (s->n_location_id == 0)
     return "";
@@ -148,6 +145,7 @@ static int remove_dir(void **state) {
   return system(cmd) == 0 ? 0 : -1;
 }
 
+#ifdef PRELOAD_TESTS
 /* Runs heap_sites MIB under the preload at `rate`; returns the profile. */
 static Pprt__Profile *profile_sites(size_t mib, size_t rate, const char *name) {
   char path[256], penv[300], renv[64], mibs[32], preload[600];
@@ -296,6 +294,8 @@ static void test_bad_rate_is_one_line(void **state) {
   snprintf(path, sizeof path, "%s/bad.pb.gz", tmpdir);
   assert_int_equal(access(path, F_OK), -1);
 }
+
+#endif /* PRELOAD_TESTS */
 
 /* ---- notes from a custom allocator ------------------------------------------------------ */
 
