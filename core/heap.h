@@ -51,6 +51,9 @@ static inline void pprt__heap_on_alloc(void *ptr, size_t size, void *frame,
   if (__builtin_expect((pprt__heap_countdown -= (int64_t)size) > 0, 1))
     return;
   pprt__heap_sample(ptr, size, frame, d);
+  /* Not a tail call: the slow path walks the stack from `frame`, which a
+   * tail call would already have released (clang on aarch64 does it). */
+  __asm__ volatile("" ::: "memory");
 }
 
 /* Before ptr is freed (before: after the real free another thread may get

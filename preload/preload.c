@@ -122,7 +122,7 @@ static void start_cpu(const char *path) {
 static void start_heap(const char *path) {
   const char *v = getenv("PPRT_HEAP_RATE");
   long rate = (long)PPRT__HEAP_DEFAULT_RATE;
-  if (v && *v && parse_int(v, 1, 1L << 40, &rate) != 0) {
+  if (v && *v && parse_int(v, 1, LONG_MAX, &rate) != 0) {
     fprintf(stderr,
             "pprt: PPRT_HEAP_RATE=%s is not a number of bytes (1 or more); not profiling\n", v);
     return;
