@@ -15,6 +15,7 @@
  * HEAP_ENTRY, PRELOAD_LIB, GO (empty when go is not installed). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -436,9 +437,49 @@ static void test_threads_alloc_here_free_there(void **state) {
   free(m.data);
 }
 
+/* fork while another thread is inside the sampler: the child's sampler
+ * works (its lock was taken around fork and re-created, not inherited
+ * held). */
+static atomic_int fork_stop;
+
+static void *noting_thread(void *arg) {
+  (void)arg;
+  static char block[4096];
+  while (!atomic_load(&fork_stop)) {
+    pprt_alloc_note(block, 64);
+    pprt_free_note(block);
+  }
+  return NULL;
+}
+
+static void test_fork_child_keeps_sampling(void **state) {
+  (void)state;
+  pprt_heap_set_rate(1);
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, noting_thread, NULL), 0);
+  for (int i = 0; i < 20; i++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      static char mine[64];
+      pprt_heap_set_rate(1);
+      for (int j = 0; j < 10; j++)
+        pprt_alloc_note(mine + j, 1);
+      int fd = open("/dev/null", O_WRONLY);
+      _exit(pprt_heap_write(pprt_writer_fd(fd)) == 0 ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  atomic_store(&fork_stop, 1);
+  pthread_join(th, NULL);
+  pprt_heap_set_rate(0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_custom_allocator_notes),
+      cmocka_unit_test(test_fork_child_keeps_sampling),
       cmocka_unit_test(test_threads_alloc_here_free_there),
 #ifdef PRELOAD_TESTS
       cmocka_unit_test(test_bad_rate_is_one_line),
