@@ -56,12 +56,18 @@ static inline void pprt__heap_on_alloc(void *ptr, size_t size, void *frame,
   __asm__ volatile("" ::: "memory");
 }
 
+/* Whether the block at ptr (not NULL) may be sampled: 0 for nearly every
+ * block that is not. */
+static inline int pprt__heap_maybe_sampled(const void *ptr) {
+  return __builtin_expect(atomic_load_explicit(&pprt__heap_filter[pprt__heap_filter_slot(ptr)],
+                                               memory_order_relaxed) != 0,
+                          0);
+}
+
 /* Before ptr is freed (before: after the real free another thread may get
  * the same address and sample it). */
 static inline void pprt__heap_on_free(void *ptr, enum pprt__heap_domain d) {
-  if (ptr != NULL && __builtin_expect(atomic_load_explicit(&pprt__heap_filter[pprt__heap_filter_slot(ptr)],
-                                                           memory_order_relaxed) != 0,
-                                      0))
+  if (ptr != NULL && pprt__heap_maybe_sampled(ptr))
     pprt__heap_forget(ptr, d);
 }
 

@@ -88,14 +88,21 @@ static void resolve(void) {
   atomic_store(&state, 2);
 }
 
-/* 1 when libc's functions are ready; 0 while this thread resolves them. */
-static int ready(void) {
-  if (__builtin_expect(atomic_load_explicit(&state, memory_order_acquire) == 2, 1))
-    return 1;
+/* ready() before the functions are resolved: resolves them, unless this
+ * thread is doing so already. */
+__attribute__((noinline, cold)) static int ready_slow(void) {
   if (resolving_here)
     return 0;
   resolve();
   return !resolving_here && real_malloc != NULL;
+}
+
+/* 1 when libc's functions are ready; 0 while this thread resolves them.
+ * Inline: as a call it cost every malloc and free a call and a return. */
+static inline __attribute__((always_inline)) int ready(void) {
+  if (__builtin_expect(atomic_load_explicit(&state, memory_order_acquire) == 2, 1))
+    return 1;
+  return ready_slow();
 }
 
 /* ---- the family ------------------------------------------------------------------------ */
@@ -109,10 +116,21 @@ EXPORT void *malloc(size_t n) {
   return p;
 }
 
+/* free() of a block that may be sampled. Out of line so that the common
+ * free needs no stack frame and ends in a jump to libc's. */
+__attribute__((noinline)) static void free_maybe_sampled(void *p) {
+  pprt__heap_forget(p, PPRT__HEAP_MALLOC);
+  if (ready())
+    real_free(p);
+}
+
 EXPORT void free(void *p) {
   if (p == NULL || in_boot(p))
     return;
-  pprt__heap_on_free(p, PPRT__HEAP_MALLOC);
+  if (pprt__heap_maybe_sampled(p)) {
+    free_maybe_sampled(p);
+    return;
+  }
   if (ready())
     real_free(p);
 }
