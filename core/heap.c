@@ -37,7 +37,24 @@ __thread int64_t pprt__heap_countdown __attribute__((tls_model("initial-exec")))
 static __thread uint64_t rng __attribute__((tls_model("initial-exec")));
 static __thread int busy __attribute__((tls_model("initial-exec")));
 
-atomic_ushort pprt__heap_filter[1u << PPRT__HEAP_FILTER_BITS];
+uint16_t pprt__heap_filter[1u << PPRT__HEAP_FILTER_BITS];
+atomic_uchar pprt__heap_summary[(1u << PPRT__HEAP_FILTER_BITS) / 8];
+
+/* Under g_lock: one more / one fewer sampled block in ptr's filter slot;
+ * the summary bit follows the count across 0. */
+static void filter_add(const void *ptr) {
+  size_t slot = pprt__heap_filter_slot(ptr);
+  if (pprt__heap_filter[slot]++ == 0)
+    atomic_fetch_or_explicit(&pprt__heap_summary[slot >> 3], (unsigned char)(1u << (slot & 7)),
+                             memory_order_relaxed);
+}
+
+static void filter_remove(const void *ptr) {
+  size_t slot = pprt__heap_filter_slot(ptr);
+  if (--pprt__heap_filter[slot] == 0)
+    atomic_fetch_and_explicit(&pprt__heap_summary[slot >> 3],
+                              (unsigned char)~(1u << (slot & 7)), memory_order_relaxed);
+}
 
 static atomic_size_t g_rate; /* 0: off */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -230,8 +247,7 @@ static void record(void *ptr, size_t size, void *frame, enum pprt__heap_domain d
   int64_t b = bucket_intern(pcs, depth, size);
   if (b >= 0 && block_insert(block_key(ptr, d), size, (uint32_t)b) == 0) {
     g_buckets[b].allocs++;
-    atomic_fetch_add_explicit(&pprt__heap_filter[pprt__heap_filter_slot(ptr)], 1,
-                              memory_order_relaxed);
+    filter_add(ptr);
   }
   pthread_mutex_unlock(&g_lock);
 }
@@ -267,8 +283,7 @@ static int take_block(uint64_t key, const void *ptr, block *out) {
     return 0;
   *out = *bl;
   bl->key = BLOCK_GONE;
-  atomic_fetch_sub_explicit(&pprt__heap_filter[pprt__heap_filter_slot(ptr)], 1,
-                            memory_order_relaxed);
+  filter_remove(ptr);
   return 1;
 }
 
@@ -286,9 +301,7 @@ void pprt__heap_forget(void *ptr, enum pprt__heap_domain d) {
 
 void pprt__heap_realloc_begin(void *ptr, pprt__heap_held *h) {
   h->held = 0;
-  if (ptr == NULL || busy ||
-      atomic_load_explicit(&pprt__heap_filter[pprt__heap_filter_slot(ptr)],
-                           memory_order_relaxed) == 0)
+  if (ptr == NULL || busy || !pprt__heap_maybe_sampled(ptr))
     return;
   busy = 1;
   block bl;
@@ -311,8 +324,7 @@ void pprt__heap_realloc_end(pprt__heap_held *h, int ok) {
   if (ok) {
     g_buckets[h->bucket].frees++; /* the old block is gone */
   } else if (block_insert(block_key(h->ptr, PPRT__HEAP_MALLOC), h->size, h->bucket) == 0) {
-    atomic_fetch_add_explicit(&pprt__heap_filter[pprt__heap_filter_slot(h->ptr)], 1,
-                              memory_order_relaxed);
+    filter_add(h->ptr);
   }
   pthread_mutex_unlock(&g_lock);
   busy = 0;

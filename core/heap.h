@@ -25,10 +25,14 @@
 /* Bytes the calling thread may still allocate before its next sample point. */
 extern __thread int64_t pprt__heap_countdown __attribute__((tls_model("initial-exec")));
 
-/* The counting filter: per hash of a pointer, how many sampled blocks live
- * there. Nonzero means "maybe sampled". */
+/* The counting filter, per hash of a pointer: how many sampled blocks live
+ * there (counts, changed under the sampler's lock), and a one-bit summary
+ * of "count > 0" that free reads. The summary is 32 KiB where the counts
+ * are 512 KiB: with a large live heap, the lookup in every free stays in
+ * cache (measured 44 -> 36 ns per pair with 262,144 live blocks). */
 #define PPRT__HEAP_FILTER_BITS 18
-extern atomic_ushort pprt__heap_filter[1u << PPRT__HEAP_FILTER_BITS];
+extern uint16_t pprt__heap_filter[1u << PPRT__HEAP_FILTER_BITS];
+extern atomic_uchar pprt__heap_summary[(1u << PPRT__HEAP_FILTER_BITS) / 8];
 
 static inline size_t pprt__heap_filter_slot(const void *p) {
   uint64_t h = (uint64_t)(uintptr_t)p * UINT64_C(0x9e3779b97f4a7c15);
@@ -59,9 +63,11 @@ static inline void pprt__heap_on_alloc(void *ptr, size_t size, void *frame,
 /* Whether the block at ptr (not NULL) may be sampled: 0 for nearly every
  * block that is not. */
 static inline int pprt__heap_maybe_sampled(const void *ptr) {
-  return __builtin_expect(atomic_load_explicit(&pprt__heap_filter[pprt__heap_filter_slot(ptr)],
-                                               memory_order_relaxed) != 0,
-                          0);
+  size_t slot = pprt__heap_filter_slot(ptr);
+  return __builtin_expect(
+      (atomic_load_explicit(&pprt__heap_summary[slot >> 3], memory_order_relaxed) >> (slot & 7)) &
+          1,
+      0);
 }
 
 /* Before ptr is freed (before: after the real free another thread may get

@@ -107,17 +107,31 @@ static inline __attribute__((always_inline)) int ready(void) {
 
 /* ---- the family ------------------------------------------------------------------------ */
 
-EXPORT void *malloc(size_t n) {
-  if (!ready())
-    return boot_alloc(n);
+/* malloc at a sample point: the bytes counted in malloc go back on the
+ * counter, and the common hook counts them again, crosses zero, and
+ * records the block with the stack above malloc's frame. */
+__attribute__((noinline)) static void *malloc_sample_point(size_t n, void *frame) {
+  pprt__heap_countdown += (int64_t)n;
   void *p = real_malloc(n);
   if (p)
-    pprt__heap_on_alloc(p, n, __builtin_frame_address(0), PPRT__HEAP_MALLOC);
+    pprt__heap_on_alloc(p, n, frame, PPRT__HEAP_MALLOC);
   return p;
 }
 
-/* free() of a block that may be sampled. Out of line so that the common
- * free needs no stack frame and ends in a jump to libc's. */
+/* The bytes are counted before libc's malloc runs, so an unsampled malloc
+ * ends in a jump to it (one subtract, one branch, no call of our own). A
+ * request that then fails still counts against the countdown, which only
+ * moves the next sample point of a process out of memory. */
+EXPORT void *malloc(size_t n) {
+  if (!ready())
+    return boot_alloc(n);
+  if (__builtin_expect((pprt__heap_countdown -= (int64_t)n) > 0, 1))
+    return real_malloc(n);
+  void *p = malloc_sample_point(n, __builtin_frame_address(0));
+  __asm__ volatile("" ::: "memory"); /* malloc's frame lives through the walk */
+  return p;
+}
+
 __attribute__((noinline)) static void free_maybe_sampled(void *p) {
   pprt__heap_forget(p, PPRT__HEAP_MALLOC);
   if (ready())
