@@ -19,18 +19,22 @@
  * Usage: cpu_work calibrate SECONDS
  *          prints "ips=N": leaf iterations per CPU-second, one thread
  *        cpu_work run THREADS ITERATIONS DEPTH
- *          prints one line: wall_ns (from the workers' start to the last
- *          one's end), cpu_ns (the workers' CPU time), process_cpu_ns (the
- *          whole process's CPU time over the same window: workers, and any
- *          profiler thread), signals (SIGPROF on the workers), main_signals,
- *          leaf_a and leaf_b (as lo:hi), and each thread's cpu:signals */
+ *          prints one line: wall_ns (from the first worker's start to the
+ *          last one's end), cpu_ns (the workers' CPU time over their work),
+ *          process_cpu_ns (the whole process's over the same window:
+ *          workers, main, any profiler thread), signals (SIGPROF on the
+ *          workers over their work), main_signals, preempted (the
+ *          workers' involuntary context switches), leaf_a and leaf_b (as
+ *          lo:hi), and each thread's cpu:signals */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #define MAX_THREADS 64
@@ -60,7 +64,7 @@ uint64_t leaf_b(uint64_t n) {
   return x;
 }
 
-static _Thread_local unsigned long t_signals;
+static _Thread_local volatile unsigned long t_signals;
 static struct sigaction prev_action;
 
 static void count_sigprof(int sig, siginfo_t *info, void *ucontext) {
@@ -96,10 +100,18 @@ typedef struct worker {
   int depth;
   uint64_t iterations;
   pthread_barrier_t *start;
-  uint64_t cpu_ns;
-  unsigned long signals;
+  uint64_t cpu_ns;       /* over its work */
+  unsigned long signals; /* SIGPROF delivered to it */
+  long preempted;        /* involuntary context switches over its work */
   uint64_t result;
 } worker;
+
+/* The timed window: from the first worker past the start barrier to the
+ * last one done, as the workers see it (main may wake late on a busy
+ * machine). */
+static atomic_int started, finished;
+static int nworkers;
+static uint64_t window_t0, window_c0, window_t1, window_c1;
 
 /* depth frames of this function above the leaf. The asm after the call
  * keeps it from being a tail call (or a loop). */
@@ -117,9 +129,23 @@ static void *worker_main(void *arg) {
   if (register_thread)
     register_thread();
   pthread_barrier_wait(w->start);
+  if (atomic_fetch_add(&started, 1) == 0) {
+    window_t0 = clock_ns(CLOCK_MONOTONIC);
+    window_c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  }
+  struct rusage ru0, ru1;
+  getrusage(RUSAGE_THREAD, &ru0);
+  uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  unsigned long signals0 = t_signals;
   w->result = descend(w, w->depth);
-  w->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-  w->signals = t_signals;
+  w->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+  w->signals = t_signals - signals0;
+  getrusage(RUSAGE_THREAD, &ru1);
+  w->preempted = ru1.ru_nivcsw - ru0.ru_nivcsw;
+  if (atomic_fetch_add(&finished, 1) == nworkers - 1) {
+    window_t1 = clock_ns(CLOCK_MONOTONIC);
+    window_c1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  }
   return NULL;
 }
 
@@ -139,6 +165,7 @@ static int run(int nthreads, uint64_t iterations, int depth) {
   static pthread_t th[MAX_THREADS];
   pthread_barrier_t start;
   install_counter();
+  nworkers = nthreads;
   pthread_barrier_init(&start, NULL, (unsigned)nthreads + 1);
   for (int i = 0; i < nthreads; i++) {
     w[i] = (worker){.index = i, .depth = depth, .iterations = iterations, .start = &start};
@@ -148,23 +175,23 @@ static int run(int nthreads, uint64_t iterations, int depth) {
     }
   }
   pthread_barrier_wait(&start);
-  uint64_t t0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
   for (int i = 0; i < nthreads; i++)
     pthread_join(th[i], NULL);
-  uint64_t wall = clock_ns(CLOCK_MONOTONIC) - t0;
-  uint64_t process_cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
+  uint64_t wall = window_t1 - window_t0, process_cpu = window_c1 - window_c0;
   uint64_t cpu = 0;
   unsigned long signals = 0;
+  long preempted = 0;
   uint64_t sink = 0;
   for (int i = 0; i < nthreads; i++) {
     cpu += w[i].cpu_ns;
     signals += w[i].signals;
+    preempted += w[i].preempted;
     sink += w[i].result;
   }
   printf("wall_ns=%llu cpu_ns=%llu process_cpu_ns=%llu signals=%lu main_signals=%lu "
-         "leaf_a=%p:%p leaf_b=%p:%p sink=%d",
+         "preempted=%ld leaf_a=%p:%p leaf_b=%p:%p sink=%d",
          (unsigned long long)wall, (unsigned long long)cpu, (unsigned long long)process_cpu,
-         signals, t_signals, (const void *)__start_pprt_bench_leaf_a,
+         signals, t_signals, preempted, (const void *)__start_pprt_bench_leaf_a,
          (const void *)__stop_pprt_bench_leaf_a, (const void *)__start_pprt_bench_leaf_b,
          (const void *)__stop_pprt_bench_leaf_b, (int)(sink & 1));
   for (int i = 0; i < nthreads; i++)
