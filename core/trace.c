@@ -577,18 +577,15 @@ static size_t str_size(const strarg *a) {
 /* A stack argument: interned, or inline when the table is full. */
 typedef struct stackarg {
   uint32_t id;
-  const uintptr_t *pcs;
+  const uint64_t *pcs;
   size_t n;
 } stackarg;
 
-static stackarg stack_prepare(const uintptr_t *pcs, size_t n) {
+static stackarg stack_prepare(const uint64_t *pcs, size_t n) {
   if (n > PPRT__TRACE_MAX_FRAMES)
     n = PPRT__TRACE_MAX_FRAMES;
-  uint64_t words[PPRT__TRACE_MAX_FRAMES];
-  for (size_t i = 0; i < n; i++)
-    words[i] = (uint64_t)pcs[i];
-  size_t len = n * sizeof words[0];
-  const ientry *e = itable_intern(&g_stacks, words, (uint32_t)len, pprt__hash_bytes(words, len));
+  size_t len = n * sizeof pcs[0];
+  const ientry *e = itable_intern(&g_stacks, pcs, (uint32_t)len, pprt__hash_bytes(pcs, len));
   return (stackarg){e ? e->id : 0, pcs, n};
 }
 
@@ -597,7 +594,7 @@ static uint8_t *put_stack(uint8_t *p, const stackarg *a) {
   if (a->id == 0) {
     p = pprt__put_uvarint(p, a->n);
     for (size_t i = 0; i < a->n; i++)
-      p = pprt__put_uvarint(p, (uint64_t)a->pcs[i]);
+      p = pprt__put_uvarint(p, a->pcs[i]);
   }
   return p;
 }
@@ -661,7 +658,7 @@ static void emit_thread_name(tstate *t, uint32_t id) {
 
 /* A sample event: tid, time offset, then the rest by type. */
 static void emit_sample(uint8_t type, uint64_t tid, uint64_t ts_ns, uint64_t addr, uint64_t size,
-                        const uintptr_t *pcs, size_t npcs, uint64_t count) {
+                        const uint64_t *pcs, size_t npcs, uint64_t count) {
   unsigned s = atomic_load_explicit(&g_on, memory_order_relaxed);
   if (s == 0)
     return;
@@ -847,14 +844,21 @@ void pprt__trace_thread_start(void) {
     emit_simple(s, PPRT__EV_THREAD_START, 0, 0);
 }
 
-void pprt__trace_cpu_sample(uint64_t tid, uint64_t ts_ns, const uintptr_t *pcs, size_t npcs,
+void pprt__trace_cpu_sample(uint64_t tid, uint64_t ts_ns, const uint64_t *pcs, size_t npcs,
                             uint64_t count) {
   emit_sample(PPRT__EV_CPU_SAMPLE, tid, ts_ns, 0, 0, pcs, npcs, count ? count : 1);
 }
 
 void pprt__trace_alloc_sample(uint64_t tid, uint64_t ts_ns, uint64_t addr, uint64_t size,
                               const uintptr_t *pcs, size_t npcs) {
-  emit_sample(PPRT__EV_ALLOC_SAMPLE, tid, ts_ns, addr, size, pcs, npcs, 0);
+  if (!atomic_load_explicit(&g_on, memory_order_relaxed))
+    return;
+  uint64_t words[PPRT__TRACE_MAX_FRAMES];
+  if (npcs > PPRT__TRACE_MAX_FRAMES)
+    npcs = PPRT__TRACE_MAX_FRAMES;
+  for (size_t i = 0; i < npcs; i++)
+    words[i] = (uint64_t)pcs[i];
+  emit_sample(PPRT__EV_ALLOC_SAMPLE, tid, ts_ns, addr, size, words, npcs, 0);
 }
 
 void pprt__trace_free_sample(uint64_t tid, uint64_t ts_ns, uint64_t addr) {
@@ -874,8 +878,18 @@ void pprt__trace_set_batch_limit(size_t bytes) {
 static void on_thread_exit(void *arg) {
   tstate *t = arg;
   unsigned s = atomic_load_explicit(&g_on, memory_order_relaxed);
-  if (s != 0 && t->session == s)
+  if (s != 0 && t->session == s) {
+    /* The OS's name for it, while it still exists to be asked (programs
+     * name threads with pthread_setname_np, which pprt does not see). */
+    char name[64];
+    if (atomic_load_explicit(&t->name_id, memory_order_relaxed) == 0 &&
+        pprt__os_thread_name(t->tid, name, sizeof name) == 0 && name[0] != '\0') {
+      uint32_t id = str_prepare(name).id;
+      if (id)
+        emit_thread_name(t, id);
+    }
     emit_simple(s, PPRT__EV_THREAD_END, 0, 0);
+  }
   tls_state = NULL;
   unsigned w = atomic_load_explicit(&g_writer_session, memory_order_acquire);
   if (w != 0 && atomic_load_explicit(&t->joined, memory_order_relaxed) == w) {

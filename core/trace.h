@@ -17,12 +17,13 @@
 /* ---- hooks for the profilers ---------------------------------------------------- */
 
 /* A CPU sample of thread tid taken at ts_ns (pprt__os_monotonic_ns), stack
- * pcs[0..npcs) leaf first (pcs[0] the interrupted instruction; npcs 0 for a
- * stack that could not be walked), standing for count ticks. Appended to
+ * pcs[0..npcs) leaf first as the CPU profiler's ring holds them (64-bit
+ * words; pcs[0] the interrupted instruction; npcs 0 for a stack that could
+ * not be walked), standing for count ticks. Appended to
  * the calling thread's buffer (the CPU profiler's reader thread) while a
  * trace runs; does nothing otherwise. The stack is interned and the sample
  * keeps its own time exactly (an argument relative to the event's). */
-void pprt__trace_cpu_sample(uint64_t tid, uint64_t ts_ns, const uintptr_t *pcs, size_t npcs,
+void pprt__trace_cpu_sample(uint64_t tid, uint64_t ts_ns, const uint64_t *pcs, size_t npcs,
                             uint64_t count);
 
 /* For the heap sampler: a sampled allocation of size bytes at addr by thread

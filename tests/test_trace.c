@@ -155,10 +155,11 @@ static void test_round_trip_every_event(void **state) {
   pthread_t th;
   assert_int_equal(pthread_create(&th, NULL, end_task_elsewhere, &en), 0);
   pthread_join(th, NULL);
-  uintptr_t pcs[3] = {(uintptr_t)&test_round_trip_every_event + 1, 0x1234, 0x5678};
+  uint64_t pcs[3] = {(uintptr_t)&test_round_trip_every_event + 1, 0x1234, 0x5678};
+  uintptr_t apcs[2] = {0x1234, 0x5678};
   uint64_t now = pprt__os_monotonic_ns();
   pprt__trace_cpu_sample(4242, now - 1000000, pcs, 3, 3);
-  pprt__trace_alloc_sample(me, now, 0xdead0000, 4096, pcs, 2);
+  pprt__trace_alloc_sample(me, now, 0xdead0000, 4096, apcs, 2);
   pprt__trace_free_sample(me, now, 0xdead0000);
   pprt_region_end();
   assert_int_equal(pprt_trace_stop(), 0);
@@ -224,7 +225,8 @@ static void test_round_trip_every_event(void **state) {
   assert_int_equal(count_ph(&doc, "C", "queue depth"), 2);
   assert_int_equal(count_ph(&doc, "b", "request 7"), 1);
   assert_int_equal(count_ph(&doc, "e", "request 7"), 1);
-  assert_int_equal(count_ph(&doc, "M", "thread_name"), 1);
+  /* Ours, and the other thread's OS name, taken as it exited. */
+  assert_int_equal(count_ph(&doc, "M", "thread_name"), 2);
   assert_int_equal(count_ph(&doc, "i", "cpu sample"), 1);
   assert_int_equal(count_ph(&doc, "i", "alloc sample"), 1);
   for (size_t i = 0; i < doc.n; i++)
@@ -423,7 +425,7 @@ static void emit_nth(int i) {
     pprt_region_end();
     break;
   case 4: {
-    uintptr_t pcs[4] = {0x1000 + (uintptr_t)i, 0x2000, 0x3000, 0x4000};
+    uint64_t pcs[4] = {0x1000 + (uint64_t)i, 0x2000, 0x3000, 0x4000};
     pprt__trace_cpu_sample(pprt__os_thread_id(), pprt__os_monotonic_ns(), pcs,
                            (size_t)(1 + i % 4), 1);
     break;
@@ -792,6 +794,8 @@ static void test_thread_start_end_and_names(void **state) {
     assert_int_equal(ev[0]->type, PPRT__EV_THREAD_START);
     assert_int_equal(ev[1]->type, PPRT__EV_THREAD_NAME);
     assert_int_equal(ev[4]->type, PPRT__EV_THREAD_END);
+    /* Named through pprt: no OS name at the end. */
+    assert_true(str_is(&ev[1]->name, "short-lived"));
   }
   const pprt__trace_thread *me = find_thread(t, pprt__os_thread_id());
   assert_non_null(me);
