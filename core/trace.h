@@ -147,7 +147,8 @@ void pprt__trace_free(pprt__trace *t);
  * properly nested per thread (a region_end with no open region on its
  * thread closes a region "(begun before the trace)" that opens just before
  * the thread's first event; regions still open at the end close just after
- * the thread's last event, innermost first), thread names as M metadata,
+ * the thread's last event, innermost first; docs/trace-format.md has the
+ * details), thread names as M metadata,
  * counters as C, logs as instant events, tasks as async b/e with their ids,
  * CPU and allocation samples as instant events with their stacks (function
  * names where the trace has them, else hex pcs) in args, lost events as

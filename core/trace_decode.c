@@ -1146,11 +1146,15 @@ static int export_thread(jout *j, const pprt__trace *t, const size_t *ix, size_t
   static const pprt__trace_str begun = {BEGUN_BEFORE, sizeof BEGUN_BEFORE - 1};
   size_t sp = 0;
   /* Regions begun before the trace open just before the thread's first
-   * event (the exporter's shift keeps that at or above zero). */
+   * event, 1 ns apart, outermost first; never below zero (they all have
+   * the same name, so a tie there changes nothing). */
   uint64_t first = t->events[ix[0]].ts;
   for (; sp < unmatched; sp++) {
     stack[sp] = &begun;
-    region_b(j, t, first, -1, tid, &begun, "B");
+    uint64_t back = unmatched - sp;
+    if (back > first + EXPORT_SHIFT_NS)
+      back = first + EXPORT_SHIFT_NS;
+    region_b(j, t, first, -(int64_t)back, tid, &begun, "B");
   }
   for (size_t i = 0; i < n; i++) {
     const pprt__trace_event *e = &t->events[ix[i]];
