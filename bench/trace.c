@@ -13,6 +13,7 @@
  * Usage: bench/trace [seconds per measurement, default 1] */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,14 +121,16 @@ static int discard(void *ctx, const void *data, size_t len) {
 }
 
 struct runner {
-  pthread_barrier_t *go;
+  atomic_int *go; /* runners not yet ready (no pthread_barrier on macOS) */
   loop_result r;
 };
 
 static void *runner_main(void *p) {
   struct runner *r = p;
   region_loop(0.05); /* warm: the thread's buffer and its name cache */
-  pthread_barrier_wait(r->go);
+  atomic_fetch_sub(r->go, 1);
+  while (atomic_load(r->go) > 0)
+    sched_yield();
   r->r = region_loop(seconds);
   return NULL;
 }
@@ -145,8 +148,7 @@ static on_result bench_on(int nthreads) {
   double proc0 = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
   if (pprt_trace_start(NULL, w) != 0)
     abort();
-  pthread_barrier_t go;
-  pthread_barrier_init(&go, NULL, (unsigned)nthreads);
+  atomic_int go = nthreads;
   struct runner r[8];
   pthread_t th[8];
   for (int i = 0; i < nthreads; i++) {
@@ -162,7 +164,6 @@ static on_result bench_on(int nthreads) {
     events += (double)r[i].r.events;
     threads_cpu += r[i].r.cpu_ns * (double)r[i].r.events;
   }
-  pthread_barrier_destroy(&go);
   if (pprt_trace_stop() != 0)
     abort();
   /* The process's CPU minus the writing threads' (warm-up and this thread

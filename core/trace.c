@@ -145,8 +145,8 @@ static void *arena_alloc(arena *a, size_t n) {
       if (off + n <= b->cap)
         return b->data + off;
     }
-    size_t size = n + offsetof(ablock, data) > ARENA_BLOCK ? n + offsetof(ablock, data)
-                                                            : ARENA_BLOCK;
+    size_t size =
+        n + offsetof(ablock, data) > ARENA_BLOCK ? n + offsetof(ablock, data) : ARENA_BLOCK;
     if (atomic_load_explicit(&a->mapped, memory_order_relaxed) + size > a->limit)
       return NULL;
     ablock *nb = map_zeroed(size);
@@ -319,8 +319,8 @@ static tstate *attach(void) {
   for (t = atomic_load_explicit(&g_states, memory_order_acquire); t; t = t->next_all) {
     int expect = ST_FREE;
     if (atomic_load_explicit(&t->status, memory_order_relaxed) == ST_FREE &&
-        atomic_compare_exchange_strong_explicit(&t->status, &expect, ST_LIVE,
-                                                memory_order_acquire, memory_order_relaxed))
+        atomic_compare_exchange_strong_explicit(&t->status, &expect, ST_LIVE, memory_order_acquire,
+                                                memory_order_relaxed))
       break;
   }
   if (t == NULL) {
@@ -786,8 +786,7 @@ static NOINLINE uint64_t task_begin_on(unsigned s, const char *name) {
   if (t && t->session == s && !atomic_load_explicit(&t->busy, memory_order_relaxed)) {
     set_busy(t, 1); /* a signal handler's task takes a global id meanwhile */
     if (t->task_next == t->task_end) {
-      t->task_next =
-          atomic_fetch_add_explicit(&g_task_next, TASK_ID_BLOCK, memory_order_relaxed);
+      t->task_next = atomic_fetch_add_explicit(&g_task_next, TASK_ID_BLOCK, memory_order_relaxed);
       t->task_end = t->task_next + TASK_ID_BLOCK;
     }
     id = t->task_next++;
@@ -948,6 +947,17 @@ typedef struct tinfo {
   uint64_t seen_gen;
 } tinfo;
 
+/* Events a thread could not record, for the generation's LOST record. */
+typedef struct lost_count {
+  uint64_t tid, count;
+} lost_count;
+
+/* A pc's function name as a string id (0: none). */
+typedef struct pc_name {
+  uint64_t pc;
+  uint32_t name_id;
+} pc_name;
+
 typedef struct session {
   unsigned id;
   int flight;
@@ -973,9 +983,9 @@ typedef struct session {
   uint64_t gen; /* the current generation's number */
 
   /* Output. */
-  buf gb;  /* the current generation's bytes (streaming: since the last flush) */
+  buf gb;         /* the current generation's bytes (streaming: since the last flush) */
   size_t gen_len; /* bytes of the current generation so far */
-  int err; /* the writer's first error: output stops */
+  int err;        /* the writer's first error: output stops */
 
   /* This generation's references. */
   uint64_t *str_gen, *stack_gen; /* by id: last generation that used it */
@@ -984,20 +994,15 @@ typedef struct session {
   tinfo *threads;
   size_t nthreads, threads_cap;
   pprt__table thread_index;
-  struct {
-    uint64_t tid, count;
-  } *lost;
+  lost_count *lost;
   size_t nlost, lost_cap;
+  tstate *drain_next; /* where the next drain starts */
 
   /* Names for pcs. */
   pprt__os_symbolizer *sym;
   int sym_tried;
   pprt__table pc_index;
-  tstate *drain_next; /* where the next drain starts */
-  struct {
-    uint64_t pc;
-    uint32_t name_id;
-  } *pcs;
+  pc_name *pcs;
   size_t npcs, pcs_cap;
 
   /* The flight recorder's generations, under gens_mu. */
@@ -1103,8 +1108,9 @@ static size_t scan_events(session *s, uint64_t emitter, const uint8_t *p, const 
       case PPRT__ARG_U:
       case PPRT__ARG_S:
         p = pprt__get_uvarint(p, end, &v);
-        if (p && i == 0 && (type == PPRT__EV_CPU_SAMPLE || type == PPRT__EV_ALLOC_SAMPLE ||
-                            type == PPRT__EV_FREE_SAMPLE))
+        if (p && i == 0 &&
+            (type == PPRT__EV_CPU_SAMPLE || type == PPRT__EV_ALLOC_SAMPLE ||
+             type == PPRT__EV_FREE_SAMPLE))
           thread_seen(s, v);
         break;
       case PPRT__ARG_STR:
@@ -1881,8 +1887,7 @@ int pprt_trace_start(const pprt_trace_options *opts, pprt_writer out) {
     o.generation_ns = DEFAULT_GENERATION_NS;
   if (o.generation_ns < MIN_GENERATION_NS)
     return -EINVAL;
-  start_args a = {0,    o.buffer_limit, o.generation_ns, STREAM_GEN_BYTES, 0, 0,
-                  !o.no_symbolize, out};
+  start_args a = {0, o.buffer_limit, o.generation_ns, STREAM_GEN_BYTES, 0, 0, !o.no_symbolize, out};
   return session_start(&a);
 }
 
@@ -1902,8 +1907,8 @@ int pprt_flight_start(const pprt_flight_options *opts) {
   if (o.max_bytes < 4096 || o.max_age_ns < 4 * MIN_GENERATION_NS)
     return -EINVAL;
   pprt_writer none = {NULL, NULL};
-  start_args a = {1, o.buffer_limit, o.max_age_ns / 4, o.max_bytes / 4, o.max_bytes, o.max_age_ns,
-                  !o.no_symbolize, none};
+  start_args a = {1,           o.buffer_limit, o.max_age_ns / 4, o.max_bytes / 4,
+                  o.max_bytes, o.max_age_ns,   !o.no_symbolize,  none};
   return session_start(&a);
 }
 

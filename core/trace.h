@@ -81,13 +81,13 @@ typedef struct pprt__trace_stack {
 } pprt__trace_stack;
 
 typedef struct pprt__trace_event {
-  uint8_t type;      /* enum pprt__trace_event_type */
-  uint64_t gen;      /* generation number */
-  uint64_t ts;       /* nanoseconds since the trace's origin (see pprt__trace) */
-  uint64_t tid;      /* the thread the event is about */
-  uint64_t emitter;  /* the thread whose batch carried it (differs for samples) */
-  uint64_t id;       /* task id; sample address */
-  int64_t value;     /* counter value; CPU sample count; allocation size */
+  uint8_t type;         /* enum pprt__trace_event_type */
+  uint64_t gen;         /* generation number */
+  uint64_t ts;          /* nanoseconds since the trace's origin (see pprt__trace) */
+  uint64_t tid;         /* the thread the event is about */
+  uint64_t emitter;     /* the thread whose batch carried it (differs for samples) */
+  uint64_t id;          /* task id; sample address */
+  int64_t value;        /* counter value; CPU sample count; allocation size */
   pprt__trace_str name; /* region, counter, task or thread name; log category */
   pprt__trace_str msg;  /* log message */
   int64_t stack;        /* index into pprt__trace.stacks, -1 for none */

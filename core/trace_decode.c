@@ -68,6 +68,11 @@ typedef struct stack_entry {
   int64_t index; /* into t->stacks */
 } stack_entry;
 
+typedef struct tlast {
+  uint64_t tid;
+  int64_t ns;
+} tlast;
+
 typedef struct dec {
   pprt__trace *t;
   const uint8_t *data;
@@ -94,10 +99,7 @@ typedef struct dec {
   int64_t min_ns;
   int have_min;
   /* Each thread's last event time, to keep them strictly increasing. */
-  struct tlast {
-    uint64_t tid;
-    int64_t ns;
-  } *tl;
+  tlast *tl;
   size_t ntl, cap_tl;
   pprt__table tl_index;
 } dec;
@@ -212,8 +214,8 @@ static int add_string(dec *d, uint64_t id, const uint8_t *p, size_t n, size_t of
   struct id_key k = {d, id};
   uint64_t h = pprt__hash_finish(id);
   if (pprt__table_find(&d->str_index, h, str_eq, &k) >= 0)
-    return fail(d, off, -EINVAL, "string id %" PRIu64 " defined twice in generation %" PRIu64,
-                id, d->gen);
+    return fail(d, off, -EINVAL, "string id %" PRIu64 " defined twice in generation %" PRIu64, id,
+                d->gen);
   if (grow((void **)&d->strs, &d->cap_strs, d->nstrs, sizeof *d->strs) != 0)
     return oom(d, off);
   str_entry *e = &d->strs[d->nstrs];
@@ -280,8 +282,8 @@ static int parse_stacks(dec *d, cur *c) {
     struct id_key k = {d, id};
     uint64_t h = pprt__hash_finish(id);
     if (pprt__table_find(&d->stack_index, h, stk_eq, &k) >= 0)
-      return fail(d, off, -EINVAL, "stack id %" PRIu64 " defined twice in generation %" PRIu64,
-                  id, d->gen);
+      return fail(d, off, -EINVAL, "stack id %" PRIu64 " defined twice in generation %" PRIu64, id,
+                  d->gen);
     uint64_t *pcs;
     pprt__trace_str *names;
     int64_t idx = new_stack(d, (size_t)n, off, &pcs, &names);
@@ -297,8 +299,9 @@ static int parse_stacks(dec *d, cur *c) {
       if (name != 0) {
         const pprt__trace_str *s = find_str(d, name);
         if (s == NULL)
-          return fail(d, noff, -EINVAL, "function name id %" PRIu64 " is not in generation %" PRIu64
-                      "'s strings", name, d->gen);
+          return fail(d, noff, -EINVAL,
+                      "function name id %" PRIu64 " is not in generation %" PRIu64 "'s strings",
+                      name, d->gen);
         names[f] = *s;
       }
     }
@@ -342,8 +345,9 @@ static int parse_threads(dec *d, cur *c) {
       return fail(d, off, -EINVAL, "thread id 0");
     const pprt__trace_str *s = NULL;
     if (name != 0 && (s = find_str(d, name)) == NULL)
-      return fail(d, off, -EINVAL, "thread name id %" PRIu64 " is not in generation %" PRIu64
-                  "'s strings", name, d->gen);
+      return fail(d, off, -EINVAL,
+                  "thread name id %" PRIu64 " is not in generation %" PRIu64 "'s strings", name,
+                  d->gen);
     if (set_thread_name(d, tid, s, off) != 0)
       return d->rc;
   }
@@ -423,8 +427,9 @@ static int read_str_arg(cur *c, pprt__trace_str *out, const char *what) {
   if (id != 0) {
     const pprt__trace_str *s = find_str(d, id);
     if (s == NULL)
-      return fail(d, off, -EINVAL, "%s: string id %" PRIu64 " is not in generation %" PRIu64
-                  "'s strings", what, id, d->gen);
+      return fail(d, off, -EINVAL,
+                  "%s: string id %" PRIu64 " is not in generation %" PRIu64 "'s strings", what, id,
+                  d->gen);
     *out = *s;
     return 0;
   }
@@ -467,8 +472,8 @@ static int read_stack_arg(cur *c, int64_t *out) {
     return d->rc;
   if (id != 0) {
     if ((*out = find_stack(d, id)) < 0)
-      return fail(d, off, -EINVAL, "stack id %" PRIu64 " is not in generation %" PRIu64
-                  "'s stacks", id, d->gen);
+      return fail(d, off, -EINVAL, "stack id %" PRIu64 " is not in generation %" PRIu64 "'s stacks",
+                  id, d->gen);
     return 0;
   }
   uint64_t n;
@@ -586,8 +591,8 @@ static int parse_batch(dec *d, cur *c, uint64_t tid, uint64_t ts, uint64_t *gen_
 typedef struct rec {
   uint8_t type;
   uint64_t gen, tid, ts;
-  size_t off;           /* of the type byte */
-  const uint8_t *body;  /* payload */
+  size_t off;          /* of the type byte */
+  const uint8_t *body; /* payload */
   size_t len;
 } rec;
 
@@ -606,20 +611,19 @@ static int read_record(dec *d, size_t *pos, rec *r, int *truncated) {
       return fail(d, r->off, -EINVAL, "event type %u outside a batch", r->type);
     return fail(d, r->off, -EINVAL, "unknown record type %u", r->type);
   }
-  static const char *const names[] = {"", "batch", "strings", "stacks", "threads",
-                                      "frequency", "lost", "end of generation"};
+  static const char *const names[] = {"",        "batch",     "strings", "stacks",
+                                      "threads", "frequency", "lost",    "end of generation"};
   const char *what = names[r->type];
   r->tid = r->ts = 0;
   if (get_u(&c, &r->gen, what) ||
-      (r->type == PPRT__TR_BATCH && (get_u(&c, &r->tid, "batch thread id") ||
-                                      get_u(&c, &r->ts, "batch timestamp")))) {
+      (r->type == PPRT__TR_BATCH &&
+       (get_u(&c, &r->tid, "batch thread id") || get_u(&c, &r->ts, "batch timestamp")))) {
     *truncated = c.p + PPRT__VARINT_MAX > c.end;
     return d->rc;
   }
   if (c.end - c.p < 4) {
     *truncated = 1;
-    return fail(d, off_of(&c), -EINVAL, "%s record: length cut short by the end of the file",
-                what);
+    return fail(d, off_of(&c), -EINVAL, "%s record: length cut short by the end of the file", what);
   }
   uint32_t len = pprt__get_u32le(c.p);
   c.p += 4;
@@ -666,8 +670,10 @@ static int decode_generation(dec *d, size_t *pos, int first) {
       if (p == start)
         fail(d, p, -EINVAL, "no generation: the file ends after its header");
       else
-        fail(d, p, -EINVAL, "generation %" PRIu64 " has no end-of-generation record "
-             "(the file is cut short)", d->gen);
+        fail(d, p, -EINVAL,
+             "generation %" PRIu64 " has no end-of-generation record "
+             "(the file is cut short)",
+             d->gen);
       rc = d->rc;
     }
     if (rc < 0) {
@@ -685,8 +691,8 @@ static int decode_generation(dec *d, size_t *pos, int first) {
       if (first)
         d->gen = r.gen;
       else if (r.gen != d->gen)
-        return fail(d, r.off, -EINVAL, "generation %" PRIu64 " follows generation %" PRIu64,
-                    r.gen, d->gen - 1);
+        return fail(d, r.off, -EINVAL, "generation %" PRIu64 " follows generation %" PRIu64, r.gen,
+                    d->gen - 1);
     }
     if (r.gen != d->gen)
       return fail(d, r.off, -EINVAL, "record of generation %" PRIu64 " inside generation %" PRIu64,
@@ -790,7 +796,8 @@ int pprt__trace_decode(const void *data, size_t len, unsigned flags, pprt__trace
     else if (version > PPRT__TRACE_VERSION)
       fail(&d, 8, -ENOTSUP,
            "trace format version %u is newer than this reader (version %d): read it with a "
-           "newer pprt", version, PPRT__TRACE_VERSION);
+           "newer pprt",
+           version, PPRT__TRACE_VERSION);
     else if (p[10] != 0 || p[11] != 0)
       fail(&d, 10, -EINVAL, "header flags %u are not defined in version %u",
            (unsigned)p[10] | (unsigned)p[11] << 8, version);
@@ -1095,8 +1102,8 @@ static void export_event(jout *j, const pprt__trace *t, const pprt__trace_event 
     task *k = task_get(tk, e->id);
     pprt__trace_str begun = {BEGUN_BEFORE, sizeof BEGUN_BEFORE - 1};
     const pprt__trace_str *name = e->type == PPRT__EV_TASK_BEGIN ? &e->name
-                                  : k && k->begun                 ? &k->name
-                                                                  : &begun;
+                                  : k && k->begun                ? &k->name
+                                                                 : &begun;
     jevent(j, t, e->type == PPRT__EV_TASK_BEGIN ? "b" : "e", e->ts, e->emitter);
     jname(j, "name", name);
     jprintf(j, ",\"cat\":\"task\",\"id\":\"0x%" PRIx64 "\"}", e->id);
@@ -1110,8 +1117,7 @@ static void export_event(jout *j, const pprt__trace *t, const pprt__trace_event 
     break;
   case PPRT__EV_ALLOC_SAMPLE:
     instant(j, t, e, "alloc sample", "heap");
-    jprintf(j, ",\"args\":{\"address\":\"0x%" PRIx64 "\",\"size\":%" PRId64 ",", e->id,
-            e->value);
+    jprintf(j, ",\"args\":{\"address\":\"0x%" PRIx64 "\",\"size\":%" PRId64 ",", e->id, e->value);
     jstack(j, t, e->stack);
     jputs(j, "}}");
     break;
@@ -1189,9 +1195,10 @@ int pprt__trace_export_json(const pprt__trace *t, pprt_writer out) {
     return -ENOMEM;
   }
   int rc = 0;
-  jprintf(&j, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"pprt\","
-          "\"trace_format_version\":%u,\"generations\":%" PRIu64
-          ",\"origin_wall_ns\":%" PRIu64 "},\n\"traceEvents\":[",
+  jprintf(&j,
+          "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"pprt\","
+          "\"trace_format_version\":%u,\"generations\":%" PRIu64 ",\"origin_wall_ns\":%" PRIu64
+          "},\n\"traceEvents\":[",
           t->version, t->ngens, t->origin_wall_ns);
 
   jmeta(&j, t, "M", 0);
@@ -1256,7 +1263,8 @@ int pprt__trace_export_json(const pprt__trace *t, pprt_writer out) {
     }
   for (size_t i = 0; i < t->nlost && rc == 0; i++) {
     jevent(&j, t, "i", t->lost[i].ts, t->lost[i].tid);
-    jprintf(&j, ",\"s\":\"t\",\"name\":\"pprt: %" PRIu64 " events lost\",\"cat\":\"pprt\","
+    jprintf(&j,
+            ",\"s\":\"t\",\"name\":\"pprt: %" PRIu64 " events lost\",\"cat\":\"pprt\","
             "\"args\":{\"lost\":%" PRIu64 ",\"generation\":%" PRIu64 "}}",
             t->lost[i].count, t->lost[i].count, t->lost[i].gen);
   }

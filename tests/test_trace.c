@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -59,8 +60,8 @@ static int str_is(const pprt__trace_str *s, const char *want) {
 /* The events a thread wrote itself, in file order. The thread-name event
  * a named thread writes first in every trace is left out except by
  * events_of_all. */
-static size_t events_filtered(const pprt__trace *t, uint64_t emitter,
-                              const pprt__trace_event **out, size_t max, int names) {
+static size_t events_filtered(const pprt__trace *t, uint64_t emitter, const pprt__trace_event **out,
+                              size_t max, int names) {
   size_t n = 0;
   for (size_t i = 0; i < t->nevents; i++)
     if (t->events[i].emitter == emitter && (names || t->events[i].type != PPRT__EV_THREAD_NAME)) {
@@ -292,10 +293,17 @@ static void test_bad_options(void **state) {
 static const char *const region_names[4] = {"parse", "plan", "execute", "commit"};
 
 struct worker {
-  pthread_barrier_t *go;
+  atomic_int *go; /* threads not yet ready; all start at 0 (no
+                     pthread_barrier on macOS) */
   uint64_t tid;
   int index;
 };
+
+static void start_together(atomic_int *go) {
+  atomic_fetch_sub(go, 1);
+  while (atomic_load(go) > 0)
+    sched_yield();
+}
 
 /* Event k of thread w: a repeating pattern of begin, counter (its
  * sequence number), log, end. */
@@ -304,7 +312,7 @@ static void *worker_main(void *p) {
   w->tid = pprt__os_thread_id();
   char cname[32];
   snprintf(cname, sizeof cname, "seq %d", w->index);
-  pthread_barrier_wait(w->go);
+  start_together(w->go);
   for (int k = 0; k < PER_THREAD; k++) {
     switch (k % 4) {
     case 0:
@@ -339,8 +347,7 @@ static void test_threads_all_events_in_order(void **state) {
   (void)state;
   membuf m = {0};
   assert_int_equal(pprt_trace_start(NULL, mem_writer(&m)), 0);
-  pthread_barrier_t go;
-  pthread_barrier_init(&go, NULL, NTHREADS + 1);
+  atomic_int go = NTHREADS + 1;
   struct worker w[NTHREADS];
   pthread_t th[NTHREADS], adv;
   atomic_store(&advancing, 1);
@@ -349,13 +356,12 @@ static void test_threads_all_events_in_order(void **state) {
     w[i] = (struct worker){&go, 0, i};
     assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
   }
-  pthread_barrier_wait(&go);
+  start_together(&go);
   for (int i = 0; i < NTHREADS; i++)
     pthread_join(th[i], NULL);
   atomic_store(&advancing, 0);
   pthread_join(adv, NULL);
   assert_int_equal(pprt_trace_stop(), 0);
-  pthread_barrier_destroy(&go);
 
   pprt__trace *t = decode_ok(&m);
   pprt__trace_stats stats;
@@ -426,8 +432,8 @@ static void emit_nth(int i) {
     break;
   case 4: {
     uint64_t pcs[4] = {0x1000 + (uint64_t)i, 0x2000, 0x3000, 0x4000};
-    pprt__trace_cpu_sample(pprt__os_thread_id(), pprt__os_monotonic_ns(), pcs,
-                           (size_t)(1 + i % 4), 1);
+    pprt__trace_cpu_sample(pprt__os_thread_id(), pprt__os_monotonic_ns(), pcs, (size_t)(1 + i % 4),
+                           1);
     break;
   }
   default:
@@ -442,8 +448,9 @@ static void check_sequence(const pprt__trace *t, int total) {
   size_t n = events_of(t, pprt__os_thread_id(), ev, 256);
   size_t k = 0;
   for (int i = 0; i < total; i++) {
-    static const uint8_t types[6] = {PPRT__EV_REGION_BEGIN, PPRT__EV_COUNTER, PPRT__EV_LOG,
-                                     PPRT__EV_REGION_END, PPRT__EV_CPU_SAMPLE, PPRT__EV_TASK_BEGIN};
+    static const uint8_t types[6] = {PPRT__EV_REGION_BEGIN, PPRT__EV_COUNTER,
+                                     PPRT__EV_LOG,          PPRT__EV_REGION_END,
+                                     PPRT__EV_CPU_SAMPLE,   PPRT__EV_TASK_BEGIN};
     if (k >= n)
       fail_msg("event %d of %d missing", i, total);
     assert_int_equal(ev[k]->type, types[i % 6]);

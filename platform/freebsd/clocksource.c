@@ -3,8 +3,8 @@
  * aarch64. FreeBSD falls back to another timecounter when the TSC is not
  * invariant or not synchronised between CPUs. */
 #include <string.h>
-#include <sys/sysctl.h>
 #include <sys/types.h>
+#include <sys/sysctl.h>
 
 #include "platform/posix/counter.h"
 
