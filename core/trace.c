@@ -1586,6 +1586,19 @@ static void end_generation(session *s, int full) {
   }
 }
 
+/* 1 when a thread has sealed a chunk the writer has not taken. */
+static int sealed_waiting(session *s) {
+  for (tstate *t = atomic_load_explicit(&g_states, memory_order_acquire); t; t = t->next_all) {
+    if (atomic_load_explicit(&t->status, memory_order_acquire) == ST_FREE ||
+        atomic_load_explicit(&t->joined, memory_order_acquire) != s->id)
+      continue;
+    chunk *c = t->wr_session == s->id ? t->rd : t->first;
+    if (atomic_load_explicit(&c->next, memory_order_acquire) != NULL)
+      return 1;
+  }
+  return 0;
+}
+
 static int generation_due(session *s, uint64_t now) {
   return now - s->gen_start_ns >= s->gen_ns || generation_full(s);
 }
@@ -1618,13 +1631,16 @@ static void *writer_main(void *arg) {
     if (!all_taken)
       continue; /* sealed chunks are still waiting */
     /* Sleep until a thread seals a chunk, a request, or the generation is
-     * due. Announce the sleep first, then look once more (see ring.c's
-     * notify_reader for why RMWs and not fences). */
+     * due. Announce the sleep first, then look once more: a thread that
+     * sealed a chunk before our announcement did not wake us, but its chunk
+     * is visible now (see ring.c's notify_reader for why RMWs and not
+     * fences). */
     unsigned seq = atomic_load_explicit(&g_wake_seq, memory_order_acquire);
     atomic_exchange_explicit(&g_writer_waiting, 1, memory_order_acq_rel);
     pthread_mutex_lock(&s->mu);
     int pending = s->stop_req || s->adv_req > s->adv_done;
     pthread_mutex_unlock(&s->mu);
+    pending = pending || sealed_waiting(s);
     now = pprt__os_monotonic_ns();
     uint64_t due = s->gen_start_ns + s->gen_ns;
     if (!pending && now < due)

@@ -114,7 +114,7 @@ static void test_cpu_samples_in_trace(void **state) {
   assert_null(json_check_nesting(&doc));
   size_t inst = 0;
   for (size_t i = 0; i < doc.n; i++)
-    if (!strcmp(doc.ev[i].name, "cpu sample") && strstr(doc.ev[i].args, "trace_burn_loop"))
+    if (slice_is(doc.ev[i].name, "cpu sample") && slice_has(doc.ev[i].args, "trace_burn_loop"))
       inst++;
   assert_true(inst >= named / 2);
   json_free(&doc);

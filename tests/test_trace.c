@@ -102,16 +102,16 @@ static void export_check(const pprt__trace *t, jdoc *doc) {
   assert_int_equal(pprt__trace_export_json(t, mem_writer(&j)), 0);
   if (json_read((const char *)j.data, j.len, doc) != 0)
     fail_msg("export is not valid JSON: %s", doc->err);
+  doc->text = (char *)j.data; /* the events point into it */
   const char *why = json_check_nesting(doc);
   if (why)
     fail_msg("export's regions: %s", why);
-  mem_free(&j);
 }
 
 static size_t count_ph(const jdoc *doc, const char *ph, const char *name) {
   size_t n = 0;
   for (size_t i = 0; i < doc->n; i++)
-    if (!strcmp(doc->ev[i].ph, ph) && (!name || !strcmp(doc->ev[i].name, name)))
+    if (!strcmp(doc->ev[i].ph, ph) && (!name || slice_is(doc->ev[i].name, name)))
       n++;
   return n;
 }
@@ -231,10 +231,10 @@ static void test_round_trip_every_event(void **state) {
   assert_int_equal(count_ph(&doc, "i", "cpu sample"), 1);
   assert_int_equal(count_ph(&doc, "i", "alloc sample"), 1);
   for (size_t i = 0; i < doc.n; i++)
-    if (!strcmp(doc.ev[i].name, "cpu sample")) {
+    if (slice_is(doc.ev[i].name, "cpu sample")) {
       assert_int_equal(doc.ev[i].tid, 4242);
-      assert_non_null(strstr(doc.ev[i].args, "test_round_trip_every_event"));
-      assert_non_null(strstr(doc.ev[i].args, "\"0x1234\""));
+      assert_true(slice_has(doc.ev[i].args, "test_round_trip_every_event"));
+      assert_true(slice_has(doc.ev[i].args, "\"0x1234\""));
     }
   json_free(&doc);
   pprt__trace_free(t);
@@ -662,9 +662,9 @@ static void test_unbalanced_regions_export_nested(void **state) {
   /* c closes before a, after everything the thread did. */
   size_t ec = 0, ea = 0;
   for (size_t i = 0; i < doc.n; i++) {
-    if (!strcmp(doc.ev[i].ph, "E") && !strcmp(doc.ev[i].name, "c"))
+    if (!strcmp(doc.ev[i].ph, "E") && slice_is(doc.ev[i].name, "c"))
       ec = i;
-    if (!strcmp(doc.ev[i].ph, "E") && !strcmp(doc.ev[i].name, "a"))
+    if (!strcmp(doc.ev[i].ph, "E") && slice_is(doc.ev[i].name, "a"))
       ea = i;
   }
   assert_true(ec < ea && doc.ev[ec].ts < doc.ev[ea].ts);
@@ -698,35 +698,39 @@ static void test_signal_handler_annotations(void **state) {
   assert_int_equal(pprt_trace_start(NULL, mem_writer(&m)), 0);
   struct itimerval it = {{0, 200}, {0, 200}};
   setitimer(ITIMER_REAL, &it, NULL);
+  /* A bounded amount of work, paced so that the trace stays small. */
   uint64_t emitted = 0;
-  uint64_t t0 = pprt__os_monotonic_ns();
-  while (pprt__os_monotonic_ns() - t0 < 300000000 || atomic_load(&sig_count) < 100) {
+  for (int i = 0; i < 100000 || atomic_load(&sig_count) < 100; i++) {
     pprt_region_begin("main");
     pprt_log("main", "a message long enough to take a while to copy into the buffer");
     pprt_region_end();
     emitted += 3;
+    uint64_t until = pprt__os_monotonic_ns() + 500;
+    while (pprt__os_monotonic_ns() < until)
+      ;
   }
   struct itimerval off = {{0, 0}, {0, 0}};
   setitimer(ITIMER_REAL, &off, NULL);
   assert_int_equal(pprt_trace_stop(), 0);
   sigaction(SIGALRM, &old, NULL);
   pprt__trace *t = decode_ok(&m);
-  uint64_t mine = 0, handler = 0;
-  for (size_t i = 0; i < t->nevents; i++) {
-    const pprt__trace_event *e = &t->events[i];
-    if (e->type == PPRT__EV_COUNTER)
-      handler++;
-    else if (e->type == PPRT__EV_LOG || str_is(&e->name, "main"))
-      mine++;
-  }
-  (void)mine;
-  /* Each handler run is 3 events, recorded or counted. */
+  /* Every event the loop and the handlers wrote is recorded or counted
+   * lost: this thread's events plus the losses make emitted + 3 per
+   * signal, exactly. The handler's own counters show it did record. */
   uint64_t signals = (uint64_t)atomic_load(&sig_count);
+  uint64_t handler = 0;
+  const pprt__trace_event **ev = malloc((emitted + 3 * signals + 16) * sizeof *ev);
+  size_t n = events_of(t, pprt__os_thread_id(), ev, emitted + 3 * signals + 16);
+  for (size_t i = 0; i < n && i < emitted + 3 * signals + 16; i++)
+    handler += ev[i]->type == PPRT__EV_COUNTER;
+  free(ev);
   pprt__trace_stats stats;
   pprt__trace_get_stats(&stats);
   assert_int_equal(lost_total(t), stats.events_dropped);
-  assert_true(handler <= signals);
-  assert_true(handler + stats.events_dropped >= signals);
+  assert_int_equal(n + lost_total(t), emitted + 3 * signals);
+  assert_true(handler > 0 && handler <= signals);
+  print_message("%llu signals, %llu of their events lost\n", (unsigned long long)signals,
+                (unsigned long long)lost_total(t));
   jdoc doc;
   export_check(t, &doc);
   json_free(&doc);

@@ -46,23 +46,42 @@ static void mem_free(membuf *m) {
 
 /* ---- a JSON reader -------------------------------------------------------------------- */
 
-/* One event of the export, with the fields the checks need (strings raw,
- * as escaped in the file; the tests use plain ASCII names). */
+/* A piece of the JSON text: a string's raw (still escaped) contents, or a
+ * whole value. The tests use plain ASCII names, so raw is enough. */
+typedef struct jslice {
+  const char *p;
+  size_t n;
+} jslice;
+
+/* One event of the export, with the fields the checks need; slices point
+ * into the text, which the jdoc keeps. Small, because exports hold
+ * millions of events and the tests run on 32-bit too. */
 typedef struct jev {
   char ph[4];
-  double ts;
   int has_ts;
+  double ts;
   unsigned long long tid;
-  char name[256];
-  char id[64];
-  char args[512]; /* the raw args object */
+  jslice name, id, args;
 } jev;
 
 typedef struct jdoc {
   jev *ev;
   size_t n, cap;
   const char *err;
+  char *text; /* owned, when set */
 } jdoc;
+
+static int slice_is(jslice s, const char *want) {
+  return s.n == strlen(want) && memcmp(s.p, want, s.n) == 0;
+}
+
+static int slice_has(jslice s, const char *needle) {
+  size_t k = strlen(needle);
+  for (size_t i = 0; i + k <= s.n; i++)
+    if (memcmp(s.p + i, needle, k) == 0)
+      return 1;
+  return 0;
+}
 
 typedef struct jp {
   const char *p, *end;
@@ -80,8 +99,8 @@ static int jp_fail(jp *j, const char *why) {
   return -1;
 }
 
-/* A string; copies its raw (still escaped) text into out when out_len. */
-static int jp_string(jp *j, char *out, size_t out_len) {
+/* A string; its raw (still escaped) contents into *out when out. */
+static int jp_string(jp *j, jslice *out) {
   jp_ws(j);
   if (j->p >= j->end || *j->p != '"')
     return jp_fail(j, "expected a string");
@@ -107,12 +126,9 @@ static int jp_string(jp *j, char *out, size_t out_len) {
   }
   if (j->p >= j->end)
     return jp_fail(j, "unterminated string");
-  if (out && out_len) {
-    size_t n = (size_t)(j->p - s);
-    if (n >= out_len)
-      n = out_len - 1;
-    memcpy(out, s, n);
-    out[n] = '\0';
+  if (out) {
+    out->p = s;
+    out->n = (size_t)(j->p - s);
   }
   j->p++;
   return 0;
@@ -140,7 +156,7 @@ static int jp_value(jp *j, int depth) {
     return jp_fail(j, "unexpected end");
   char c = *j->p;
   if (c == '"')
-    return jp_string(j, NULL, 0);
+    return jp_string(j, NULL);
   if (c == '{' || c == '[') {
     char close = c == '{' ? '}' : ']';
     j->p++;
@@ -151,7 +167,7 @@ static int jp_value(jp *j, int depth) {
     }
     for (;;) {
       if (c == '{') {
-        if (jp_string(j, NULL, 0))
+        if (jp_string(j, NULL))
           return -1;
         jp_ws(j);
         if (j->p >= j->end || *j->p++ != ':')
@@ -189,28 +205,32 @@ static int jp_event(jp *j, jev *e) {
   if (j->p >= j->end || *j->p++ != '{')
     return jp_fail(j, "an event is not an object");
   for (;;) {
-    char key[32];
-    if (jp_string(j, key, sizeof key))
+    jslice key;
+    if (jp_string(j, &key))
       return -1;
     jp_ws(j);
     if (j->p >= j->end || *j->p++ != ':')
       return jp_fail(j, "expected ':'");
     jp_ws(j);
     const char *vstart = j->p;
-    if (!strcmp(key, "ph")) {
-      if (jp_string(j, e->ph, sizeof e->ph))
+    if (slice_is(key, "ph")) {
+      jslice ph;
+      if (jp_string(j, &ph))
         return -1;
-    } else if (!strcmp(key, "name")) {
-      if (jp_string(j, e->name, sizeof e->name))
+      if (ph.n >= sizeof e->ph)
+        return jp_fail(j, "ph longer than a letter");
+      memcpy(e->ph, ph.p, ph.n);
+    } else if (slice_is(key, "name")) {
+      if (jp_string(j, &e->name))
         return -1;
-    } else if (!strcmp(key, "id")) {
-      if (jp_string(j, e->id, sizeof e->id))
+    } else if (slice_is(key, "id")) {
+      if (jp_string(j, &e->id))
         return -1;
-    } else if (!strcmp(key, "ts")) {
+    } else if (slice_is(key, "ts")) {
       if (jp_number(j, &e->ts))
         return -1;
       e->has_ts = 1;
-    } else if (!strcmp(key, "tid")) {
+    } else if (slice_is(key, "tid")) {
       double v;
       if (jp_number(j, &v))
         return -1;
@@ -218,12 +238,9 @@ static int jp_event(jp *j, jev *e) {
     } else {
       if (jp_value(j, 1))
         return -1;
-      if (!strcmp(key, "args")) {
-        size_t n = (size_t)(j->p - vstart);
-        if (n >= sizeof e->args)
-          n = sizeof e->args - 1;
-        memcpy(e->args, vstart, n);
-        e->args[n] = '\0';
+      if (slice_is(key, "args")) {
+        e->args.p = vstart;
+        e->args.n = (size_t)(j->p - vstart);
       }
     }
     jp_ws(j);
@@ -251,15 +268,15 @@ static int json_read(const char *text, size_t len, jdoc *doc) {
   }
   int found = 0;
   for (;;) {
-    char key[32];
-    if (jp_string(&j, key, sizeof key))
+    jslice key;
+    if (jp_string(&j, &key))
       break;
     jp_ws(&j);
     if (j.p >= j.end || *j.p++ != ':') {
       jp_fail(&j, "expected ':'");
       break;
     }
-    if (!strcmp(key, "traceEvents")) {
+    if (slice_is(key, "traceEvents")) {
       found = 1;
       jp_ws(&j);
       if (j.p >= j.end || *j.p++ != '[') {
@@ -272,8 +289,14 @@ static int json_read(const char *text, size_t len, jdoc *doc) {
       } else {
         for (;;) {
           if (doc->n == doc->cap) {
-            doc->cap = doc->cap ? 2 * doc->cap : 256;
-            doc->ev = realloc(doc->ev, doc->cap * sizeof *doc->ev);
+            size_t ncap = doc->cap ? 2 * doc->cap : 256;
+            jev *n = realloc(doc->ev, ncap * sizeof *n);
+            if (n == NULL) {
+              jp_fail(&j, "out of memory");
+              break;
+            }
+            doc->ev = n;
+            doc->cap = ncap;
           }
           if (jp_event(&j, &doc->ev[doc->n]))
             break;
@@ -319,6 +342,7 @@ static int json_read(const char *text, size_t len, jdoc *doc) {
 
 static void json_free(jdoc *doc) {
   free(doc->ev);
+  free(doc->text);
   memset(doc, 0, sizeof *doc);
 }
 
@@ -343,7 +367,7 @@ static const char *json_check_nesting(const jdoc *doc) {
       tids[ntids++] = e->tid;
     }
   }
-  static const char *stack[1 << 16];
+  static jslice stack[1 << 16];
   for (size_t t = 0; t < ntids; t++) {
     size_t sp = 0;
     double last = -1;
@@ -361,7 +385,8 @@ static const char *json_check_nesting(const jdoc *doc) {
       } else {
         if (sp == 0)
           return "E without an open B";
-        if (strcmp(stack[--sp], f->name))
+        jslice b = stack[--sp];
+        if (b.n != f->name.n || memcmp(b.p, f->name.p, b.n) != 0)
           return "E's name differs from its B's";
       }
     }
