@@ -1,6 +1,7 @@
 /* The trace clock on Darwin: mach_absolute_time, which reads the CPU counter
  * through the commpage (no system call) and whose rate the timebase states
  * exactly: 1 GHz on Intel Macs, 24 MHz on Apple silicon. */
+#include <mach/kern_return.h>
 #include <mach/mach_time.h>
 
 #include "core/platform.h"
