@@ -102,6 +102,7 @@ typedef struct dec {
   tlast *tl;
   size_t ntl, cap_tl;
   pprt__table tl_index;
+  pprt__table thread_index; /* into t->threads */
 } dec;
 
 static int fail(dec *d, size_t off, int rc, const char *fmt, ...) {
@@ -315,15 +316,23 @@ static int parse_stacks(dec *d, cur *c) {
   return 0;
 }
 
+static int thread_eq(const void *ctx, uint32_t idx) {
+  const struct id_key *k = ctx;
+  return k->d->t->threads[idx].tid == k->id;
+}
+
 static int set_thread_name(dec *d, uint64_t tid, const pprt__trace_str *name, size_t off) {
   pprt__trace *t = d->t;
-  for (size_t i = t->nthreads; i-- > 0;)
-    if (t->threads[i].tid == tid) {
-      if (name)
-        t->threads[i].name = *name;
-      return 0;
-    }
-  if (grow((void **)&t->threads, &d->cap_threads, t->nthreads, sizeof *t->threads) != 0)
+  struct id_key k = {d, tid};
+  uint64_t h = pprt__hash_finish(tid);
+  int64_t i = pprt__table_find(&d->thread_index, h, thread_eq, &k);
+  if (i >= 0) {
+    if (name)
+      t->threads[i].name = *name;
+    return 0;
+  }
+  if (grow((void **)&t->threads, &d->cap_threads, t->nthreads, sizeof *t->threads) != 0 ||
+      pprt__table_intern(&d->thread_index, h, thread_eq, &k, (uint32_t)t->nthreads) < 0)
     return oom(d, off);
   t->threads[t->nthreads].tid = tid;
   t->threads[t->nthreads].name = name ? *name : (pprt__trace_str){NULL, 0};
@@ -372,9 +381,9 @@ static int parse_frequency(dec *d, cur *c, size_t off) {
 
 /* ---- events ---- */
 
-/* Times stay within +-2^62 ns (146 years) so that differences of two never
+/* Times stay within +-2^61 ns (73 years) so that differences of two never
  * overflow, whatever a malformed file says. */
-#define NS_LIMIT 4611686018427387904.0
+#define NS_LIMIT 2305843009213693952.0
 
 static int64_t clamp_ns(double v) {
   if (v > NS_LIMIT)
@@ -711,7 +720,7 @@ static int decode_generation(dec *d, size_t *pos, int first) {
   }
   if (!d->have_freq)
     return fail(d, r.off, -EINVAL, "generation %" PRIu64 " has no frequency record", d->gen);
-  see_ns(d, (int64_t)d->sync_ns);
+  see_ns(d, clamp_ns((double)d->sync_ns));
 
   /* Pass 2: stacks, threads, lost counts, then the events. */
   uint64_t gen_max = 0;
@@ -819,6 +828,7 @@ int pprt__trace_decode(const void *data, size_t len, unsigned flags, pprt__trace
   free(d.stks);
   free(d.tl);
   pprt__table_free(&d.tl_index);
+  pprt__table_free(&d.thread_index);
   if (d.rc != 0) {
     pprt__trace_free(d.t);
     return d.rc;
@@ -830,7 +840,8 @@ int pprt__trace_decode(const void *data, size_t len, unsigned flags, pprt__trace
     t->events[i].ts = (uint64_t)((int64_t)t->events[i].ts - origin);
   for (size_t i = 0; i < t->nlost; i++)
     t->lost[i].ts = (uint64_t)((int64_t)t->lost[i].ts - origin);
-  t->origin_wall_ns += (uint64_t)(origin - (int64_t)t->origin_mono_ns);
+  /* Unsigned: a malformed file's clocks may be anything; wrap, not UB. */
+  t->origin_wall_ns += (uint64_t)origin - t->origin_mono_ns;
   t->origin_mono_ns = (uint64_t)origin;
   if (t->nthreads > 1)
     qsort(t->threads, t->nthreads, sizeof *t->threads, tid_cmp);
