@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/heap.h"
 #include "core/platform.h"
 #include "core/table.h"
 #include "core/thread.h"
@@ -1605,6 +1606,7 @@ static int generation_due(session *s, uint64_t now) {
 
 static void *writer_main(void *arg) {
   session *s = arg;
+  pprt__heap_ignore_thread(); /* its buffers are pprt's, not the program's */
   for (;;) {
     /* Read the requests before draining: everything recorded before a
      * request was made is in this drain. */
@@ -1954,6 +1956,13 @@ int pprt__trace_advance(void) {
   advance_locked(g_sess);
   pthread_mutex_unlock(&g_control);
   return 0;
+}
+
+void pprt__trace_exec_prepare(void) {
+  pthread_mutex_lock(&g_control);
+  if (g_sess != NULL && !g_sess->flight)
+    advance_locked(g_sess);
+  pthread_mutex_unlock(&g_control);
 }
 
 int pprt_flight_write(pprt_writer out) {

@@ -41,6 +41,12 @@ void pprt__trace_free_sample(uint64_t tid, uint64_t ts_ns, uint64_t addr);
  * thread-exit handler of every thread that traced). */
 void pprt__trace_thread_start(void);
 
+/* The process is about to exec (the preload library's exec wrappers): a
+ * streaming trace ends its generation, so that the file is complete up to
+ * here (the image's exit handlers will not run). Recording goes on, in case
+ * the exec fails. */
+void pprt__trace_exec_prepare(void);
+
 /* 1 while a trace or flight recorder runs. */
 int pprt__trace_running(void);
 

@@ -4,7 +4,8 @@
 #      samples; the exit status is the program's; the exec'd child writes
 #      path.<pid>;
 #   2. the JSON export parses (python3's json, where there is a python3);
-#   3. an unwritable path is one line on stderr, the program unharmed.
+#   3. a process that execs leaves a complete trace;
+#   4. an unwritable path is one line on stderr, the program unharmed.
 function(run_burn out_var)
   execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${PRELOAD} ${ARGN}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -62,6 +63,19 @@ assert any(x['ph']=='i' and x['name']=='cpu sample' for x in e); print(len(e))"
   string(STRIP "${out}" out)
   message(STATUS "python3 json reads the export: ${out} events")
 endif()
+
+# A traced process that execs (its exit handlers never run): the file is
+# complete up to the exec, as the exec wrapper ends the generation.
+run_burn(e PPRT_TRACE=${OUT}/exec.pprt ${BURN} 0.2 5 ${BURN} exec)
+if(NOT e_rc EQUAL 5)
+  message(FATAL_ERROR "exec'd program: exit ${e_rc}, want 5: ${e_err}")
+endif()
+execute_process(COMMAND ${CHECK} ${OUT}/exec.pprt
+                RESULT_VARIABLE rc OUTPUT_VARIABLE facts ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT facts MATCHES "name=burner start=1 end=1")
+  message(FATAL_ERROR "the trace of a process that exec'd: ${err}\n${facts}")
+endif()
+message(STATUS "a process that execs leaves a complete trace")
 
 run_burn(c PPRT_TRACE=${OUT}/no/such/dir/x.pprt ${BURN} 0.1 0)
 if(NOT c_rc EQUAL 0 OR NOT c_err MATCHES "^pprt: cannot open PPRT_TRACE=.*No such file[^\n]*not tracing\n$")
