@@ -622,9 +622,10 @@ static void emit_simple(unsigned s, uint8_t type, int nargs, uint64_t a0) {
 }
 
 /* One string argument, then optionally a number (zigzag or plain) before
- * or after it as the event's spec says. */
-static void emit_named(unsigned s, uint8_t type, const char *name, int has_num, int num_first,
-                       uint64_t num) {
+ * or after it as the event's spec says. Inlined: the flags are constants at
+ * every call. */
+static inline __attribute__((always_inline)) void
+emit_named(unsigned s, uint8_t type, const char *name, int has_num, int num_first, uint64_t num) {
   tstate *t = event_enter(s);
   if (t == NULL)
     return;
@@ -699,26 +700,7 @@ static void emit_sample(uint8_t type, uint64_t tid, uint64_t ts_ns, uint64_t add
 #define NOINLINE __attribute__((noinline))
 
 static NOINLINE void region_begin_on(unsigned s, const char *name) {
-  tstate *t = event_enter(s);
-  if (t == NULL)
-    return;
-  strarg a = str_cached(t, name);
-  if (__builtin_expect(a.id != 0, 1)) {
-    if (room(t, SMALL_EVENT)) {
-      uint8_t *p = t->pos;
-      *p++ = PPRT__EV_REGION_BEGIN;
-      p = pprt__put_uvarint(p, tick_delta(t));
-      p = pprt__put_uvarint(p, a.id);
-      commit(t, p);
-    }
-  } else if (room(t, SMALL_EVENT + str_size(&a))) {
-    uint8_t *p = t->pos;
-    *p++ = PPRT__EV_REGION_BEGIN;
-    p = pprt__put_uvarint(p, tick_delta(t));
-    p = put_str(p, &a);
-    commit(t, p);
-  }
-  event_leave(t);
+  emit_named(s, PPRT__EV_REGION_BEGIN, name, 0, 0, 0);
 }
 
 void pprt_region_begin(const char *name) {
