@@ -900,17 +900,9 @@ typedef struct buf {
 } buf;
 
 static uint8_t *buf_reserve(buf *b, size_t n) {
-  if (b->len + n > b->cap) {
-    size_t ncap = b->cap ? b->cap : 65536;
-    while (ncap < b->len + n)
-      ncap *= 2;
-    uint8_t *np = realloc(b->p, ncap);
-    if (np == NULL) {
-      b->oom = 1;
-      return NULL;
-    }
-    b->p = np;
-    b->cap = ncap;
+  if (pprt__reserve((void **)&b->p, &b->cap, b->len + n, 1) != 0) {
+    b->oom = 1;
+    return NULL;
   }
   return b->p + b->len;
 }
@@ -1032,15 +1024,8 @@ static tinfo *thread_info(session *s, uint64_t tid) {
   int64_t idx = pprt__table_find(&s->thread_index, h, tid_eq, &k);
   if (idx >= 0)
     return &s->threads[idx];
-  if (s->nthreads == s->threads_cap) {
-    size_t ncap = s->threads_cap ? 2 * s->threads_cap : 64;
-    tinfo *n = realloc(s->threads, ncap * sizeof *n);
-    if (n == NULL)
-      return NULL;
-    s->threads = n;
-    s->threads_cap = ncap;
-  }
-  if (pprt__table_intern(&s->thread_index, h, tid_eq, &k, (uint32_t)s->nthreads) < 0)
+  if (PPRT__RESERVE(s->threads, s->threads_cap, s->nthreads + 1) != 0 ||
+      pprt__table_intern(&s->thread_index, h, tid_eq, &k, (uint32_t)s->nthreads) < 0)
     return NULL;
   tinfo *ti = &s->threads[s->nthreads++];
   memset(ti, 0, sizeof *ti);
@@ -1240,17 +1225,11 @@ static void reclaim(tstate *t) {
 }
 
 static void lost_add(session *s, uint64_t tid, uint64_t count) {
-  if (s->nlost == s->lost_cap) {
-    size_t ncap = s->lost_cap ? 2 * s->lost_cap : 16;
-    void *n = realloc(s->lost, ncap * sizeof *s->lost);
-    if (n == NULL) {
-      /* Folded into the previous entry rather than lost from the record. */
-      if (s->nlost > 0)
-        s->lost[s->nlost - 1].count += count;
-      return;
-    }
-    s->lost = n;
-    s->lost_cap = ncap;
+  if (PPRT__RESERVE(s->lost, s->lost_cap, s->nlost + 1) != 0) {
+    /* Folded into the previous entry (there is one: the array starts with
+     * room) rather than lost from the record. */
+    s->lost[s->nlost - 1].count += count;
+    return;
   }
   s->lost[s->nlost].tid = tid;
   s->lost[s->nlost].count = count;
@@ -1328,15 +1307,8 @@ static uint32_t frame_name(session *s, uint64_t pc, size_t i) {
     strarg a = str_prepare(name);
     id = a.id;
   }
-  if (s->npcs == s->pcs_cap) {
-    size_t ncap = s->pcs_cap ? 2 * s->pcs_cap : 256;
-    void *n = realloc(s->pcs, ncap * sizeof *s->pcs);
-    if (n == NULL)
-      return id;
-    s->pcs = n;
-    s->pcs_cap = ncap;
-  }
-  if (pprt__table_intern(&s->pc_index, h, pc_eq, &k, (uint32_t)s->npcs) >= 0) {
+  if (PPRT__RESERVE(s->pcs, s->pcs_cap, s->npcs + 1) == 0 &&
+      pprt__table_intern(&s->pc_index, h, pc_eq, &k, (uint32_t)s->npcs) >= 0) {
     s->pcs[s->npcs].pc = addr;
     s->pcs[s->npcs].name_id = id;
     s->npcs++;
@@ -1508,16 +1480,10 @@ static void keep_generation(session *s) {
   memcpy(g.data, s->gb.p, g.len);
   s->gb.len = 0;
   pthread_mutex_lock(&s->gens_mu);
-  if (s->ngens == s->gens_cap) {
-    size_t ncap = s->gens_cap ? 2 * s->gens_cap : 16;
-    genblob *n = realloc(s->gens, ncap * sizeof *n);
-    if (n == NULL) {
-      pthread_mutex_unlock(&s->gens_mu);
-      free(g.data);
-      return;
-    }
-    s->gens = n;
-    s->gens_cap = ncap;
+  if (PPRT__RESERVE(s->gens, s->gens_cap, s->ngens + 1) != 0) {
+    pthread_mutex_unlock(&s->gens_mu);
+    free(g.data);
+    return;
   }
   s->gens[s->ngens++] = g;
   s->gens_bytes += g.len;

@@ -123,19 +123,6 @@ static int oom(dec *d, size_t off) {
   return fail(d, off, -ENOMEM, "out of memory");
 }
 
-/* Grows *arr (of elem bytes) to hold one more than n. */
-static int grow(void **arr, size_t *cap, size_t n, size_t elem) {
-  if (n < *cap)
-    return 0;
-  size_t ncap = *cap ? 2 * *cap : 64;
-  void *p = realloc(*arr, ncap * elem);
-  if (p == NULL)
-    return -1;
-  *arr = p;
-  *cap = ncap;
-  return 0;
-}
-
 static void see_ns(dec *d, int64_t ns) {
   if (!d->have_min || ns < d->min_ns) {
     d->min_ns = ns;
@@ -217,7 +204,7 @@ static int add_string(dec *d, uint64_t id, const uint8_t *p, size_t n, size_t of
   if (pprt__table_find(&d->str_index, h, str_eq, &k) >= 0)
     return fail(d, off, -EINVAL, "string id %" PRIu64 " defined twice in generation %" PRIu64, id,
                 d->gen);
-  if (grow((void **)&d->strs, &d->cap_strs, d->nstrs, sizeof *d->strs) != 0)
+  if (PPRT__RESERVE(d->strs, d->cap_strs, d->nstrs + 1) != 0)
     return oom(d, off);
   str_entry *e = &d->strs[d->nstrs];
   e->id = id;
@@ -252,7 +239,7 @@ static int parse_strings(dec *d, cur *c) {
 /* A new decoded stack with n frames; its arrays are filled by the caller. */
 static int64_t new_stack(dec *d, size_t n, size_t off, uint64_t **pcs, pprt__trace_str **names) {
   pprt__trace *t = d->t;
-  if (grow((void **)&t->stacks, &d->cap_stacks, t->nstacks, sizeof *t->stacks) != 0) {
+  if (PPRT__RESERVE(t->stacks, d->cap_stacks, t->nstacks + 1) != 0) {
     oom(d, off);
     return -1;
   }
@@ -306,7 +293,7 @@ static int parse_stacks(dec *d, cur *c) {
         names[f] = *s;
       }
     }
-    if (grow((void **)&d->stks, &d->cap_stks, d->nstks, sizeof *d->stks) != 0)
+    if (PPRT__RESERVE(d->stks, d->cap_stks, d->nstks + 1) != 0)
       return oom(d, off);
     d->stks[d->nstks] = (stack_entry){id, idx};
     if (pprt__table_intern(&d->stack_index, h, stk_eq, &k, (uint32_t)d->nstks) < 0)
@@ -331,7 +318,7 @@ static int set_thread_name(dec *d, uint64_t tid, const pprt__trace_str *name, si
       t->threads[i].name = *name;
     return 0;
   }
-  if (grow((void **)&t->threads, &d->cap_threads, t->nthreads, sizeof *t->threads) != 0 ||
+  if (PPRT__RESERVE(t->threads, d->cap_threads, t->nthreads + 1) != 0 ||
       pprt__table_intern(&d->thread_index, h, thread_eq, &k, (uint32_t)t->nthreads) < 0)
     return oom(d, off);
   t->threads[t->nthreads].tid = tid;
@@ -413,7 +400,7 @@ static int monotonic_ns(dec *d, uint64_t tid, int64_t *ns, size_t off) {
   uint64_t h = pprt__hash_finish(tid);
   int64_t i = pprt__table_find(&d->tl_index, h, tl_eq, &k);
   if (i < 0) {
-    if (grow((void **)&d->tl, &d->cap_tl, d->ntl, sizeof *d->tl) != 0 ||
+    if (PPRT__RESERVE(d->tl, d->cap_tl, d->ntl + 1) != 0 ||
         pprt__table_intern(&d->tl_index, h, tl_eq, &k, (uint32_t)d->ntl) < 0)
       return oom(d, off);
     d->tl[d->ntl].tid = tid;
@@ -427,26 +414,15 @@ static int monotonic_ns(dec *d, uint64_t tid, int64_t *ns, size_t off) {
   return 0;
 }
 
-static int read_str_arg(cur *c, pprt__trace_str *out, const char *what) {
+/* A length-prefixed string (at most 1024 bytes) inside the batch. */
+static int read_bytes_arg(cur *c, pprt__trace_str *out, const char *what) {
   dec *d = c->d;
   size_t off = off_of(c);
-  uint64_t id;
-  if (get_u(c, &id, what))
-    return d->rc;
-  if (id != 0) {
-    const pprt__trace_str *s = find_str(d, id);
-    if (s == NULL)
-      return fail(d, off, -EINVAL,
-                  "%s: string id %" PRIu64 " is not in generation %" PRIu64 "'s strings", what, id,
-                  d->gen);
-    *out = *s;
-    return 0;
-  }
   uint64_t n;
   if (get_u(c, &n, what))
     return d->rc;
   if (n > PPRT__TRACE_MAX_STRING)
-    return fail(d, off, -EINVAL, "%s: inline string of %" PRIu64 " bytes (at most %d)", what, n,
+    return fail(d, off, -EINVAL, "%s: string of %" PRIu64 " bytes (at most %d)", what, n,
                 PPRT__TRACE_MAX_STRING);
   if (n > (uint64_t)(c->end - c->p))
     return fail(d, off_of(c), -EINVAL, "%s: string runs past the end of its batch", what);
@@ -456,20 +432,21 @@ static int read_str_arg(cur *c, pprt__trace_str *out, const char *what) {
   return 0;
 }
 
-static int read_bytes_arg(cur *c, pprt__trace_str *out, const char *what) {
+/* A string id of the generation, or 0 and the string inline. */
+static int read_str_arg(cur *c, pprt__trace_str *out, const char *what) {
   dec *d = c->d;
   size_t off = off_of(c);
-  uint64_t n;
-  if (get_u(c, &n, what))
+  uint64_t id;
+  if (get_u(c, &id, what))
     return d->rc;
-  if (n > PPRT__TRACE_MAX_STRING)
-    return fail(d, off, -EINVAL, "%s of %" PRIu64 " bytes (at most %d)", what, n,
-                PPRT__TRACE_MAX_STRING);
-  if (n > (uint64_t)(c->end - c->p))
-    return fail(d, off_of(c), -EINVAL, "%s runs past the end of its batch", what);
-  if (copy_str(d, c->p, (size_t)n, off, out) != 0)
-    return d->rc;
-  c->p += n;
+  if (id == 0)
+    return read_bytes_arg(c, out, what);
+  const pprt__trace_str *s = find_str(d, id);
+  if (s == NULL)
+    return fail(d, off, -EINVAL,
+                "%s: string id %" PRIu64 " is not in generation %" PRIu64 "'s strings", what, id,
+                d->gen);
+  *out = *s;
   return 0;
 }
 
@@ -520,7 +497,7 @@ static int parse_batch(dec *d, cur *c, uint64_t tid, uint64_t ts, uint64_t *gen_
     if (ts + delta < ts)
       return fail(d, off, -EINVAL, "%s: timestamp overflows", spec->name);
     ts += delta;
-    if (grow((void **)&t->events, &d->cap_events, t->nevents, sizeof *t->events) != 0)
+    if (PPRT__RESERVE(t->events, d->cap_events, t->nevents + 1) != 0)
       return oom(d, off);
     pprt__trace_event *e = &t->events[t->nevents];
     memset(e, 0, sizeof *e);
@@ -745,7 +722,7 @@ static int decode_generation(dec *d, size_t *pos, int first) {
           if (n == 0)
             return fail(d, off, -EINVAL, "lost count 0");
           pprt__trace *t = d->t;
-          if (grow((void **)&t->lost, &d->cap_lost, t->nlost, sizeof *t->lost) != 0)
+          if (PPRT__RESERVE(t->lost, d->cap_lost, t->nlost + 1) != 0)
             return oom(d, off);
           t->lost[t->nlost++] = (pprt__trace_lost){d->gen, tid, n, 0};
         }
@@ -1055,7 +1032,7 @@ static task *task_get(tasks *ts, uint64_t id) {
   int64_t i = pprt__table_find(&ts->index, h, task_eq, &k);
   if (i >= 0)
     return &ts->v[i];
-  if (grow((void **)&ts->v, &ts->cap, ts->n, sizeof *ts->v) != 0 ||
+  if (PPRT__RESERVE(ts->v, ts->cap, ts->n + 1) != 0 ||
       pprt__table_intern(&ts->index, h, task_eq, &k, (uint32_t)ts->n) < 0)
     return NULL;
   task *tk = &ts->v[ts->n++];
