@@ -40,7 +40,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -604,8 +603,7 @@ static size_t stack_size(const stackarg *a) {
   return a->id ? 5 : PPRT__VARINT_MAX * (1 + a->n);
 }
 
-/* Events with no string arguments beyond an id: type, delta, up to three
- * numbers. */
+/* An event with no argument, or one number: type, delta[, a0]. */
 static void emit_simple(unsigned s, uint8_t type, int nargs, uint64_t a0) {
   tstate *t = event_enter(s);
   if (t == NULL)
