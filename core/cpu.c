@@ -36,6 +36,7 @@
 #include "core/ring.h"
 #include "core/table.h"
 #include "core/thread.h"
+#include "core/trace.h"
 #include "core/unwind.h"
 #include "pprt.h"
 
@@ -367,6 +368,8 @@ static void take_record(session *s, const pprt__ring_record *rec) {
                            {"thread_name", name, 0, NULL}};
   size_t nlabels = name ? 2 : 1;
   s->samples += (uint64_t)count;
+  /* Into a running trace too (it does nothing otherwise). */
+  pprt__trace_cpu_sample(tid, rec->timestamp, rec->pcs, rec->npcs, (uint64_t)count);
   if (rec->hdr[1] & PPRT__CPU_FLAG_EXTERNAL) {
     s->external += (uint64_t)count;
     pprt__profile_add_synthetic(s->prof, PPRT__FRAME_EXTERNAL, v, labels, nlabels);

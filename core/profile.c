@@ -18,21 +18,8 @@
 
 #define MAX_TYPES 8
 
-/* Grows *arr (of elem-byte items, *cap of them) to hold at least need. */
-static int reserve(void **arr, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap)
-    return 0;
-  size_t ncap = *cap ? *cap : 16;
-  while (ncap < need)
-    ncap *= 2;
-  void *n = realloc(*arr, ncap * elem);
-  if (n == NULL)
-    return -ENOMEM;
-  *arr = n;
-  *cap = ncap;
-  return 0;
-}
-#define RESERVE(arr, cap, need) reserve((void **)&(arr), &(cap), (need), sizeof *(arr))
+/* pprt__reserve (core/table.h), shorter. */
+#define RESERVE PPRT__RESERVE
 
 typedef struct mapping {
   uint64_t start, limit, offset;

@@ -2,6 +2,7 @@
  * kept so growing never calls back into the caller. */
 #include "core/table.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,20 @@ int64_t pprt__table_find(const pprt__table *t, uint64_t hash, pprt__table_eq eq,
 void pprt__table_free(pprt__table *t) {
   free(t->slots);
   memset(t, 0, sizeof *t);
+}
+
+int pprt__reserve(void **arr, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap)
+    return 0;
+  size_t ncap = *cap ? *cap : 16;
+  while (ncap < need)
+    ncap *= 2;
+  void *n = realloc(*arr, ncap * elem);
+  if (n == NULL)
+    return -ENOMEM;
+  *arr = n;
+  *cap = ncap;
+  return 0;
 }
 
 uint64_t pprt__hash_bytes(const void *data, size_t len) {

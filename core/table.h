@@ -51,6 +51,12 @@ static inline uint64_t pprt__hash_finish(uint64_t h) {
 
 uint64_t pprt__hash_bytes(const void *data, size_t len);
 
+/* Grows *arr (of elem-byte items, *cap of them) to hold at least need,
+ * doubling. Returns 0, or -ENOMEM with *arr and *cap unchanged. For the
+ * arrays a table indexes. */
+int pprt__reserve(void **arr, size_t *cap, size_t need, size_t elem);
+#define PPRT__RESERVE(arr, cap, need) pprt__reserve((void **)&(arr), &(cap), (need), sizeof *(arr))
+
 #define PPRT__HASH_SEED UINT64_C(0xcbf29ce484222325)
 
 #endif /* PPRT_CORE_TABLE_H */

@@ -140,6 +140,97 @@ PPRT_API int pprt_heap_write(pprt_writer out);
 PPRT_API void pprt_alloc_note(void *ptr, size_t size);
 PPRT_API void pprt_free_note(void *ptr);
 
+/* ---- execution traces ------------------------------------------------------------ */
+
+/* A trace is a timeline of what the program's threads did: regions, logs,
+ * counters, tasks, thread names, and CPU samples while the CPU profiler runs
+ * too. Events go into per-thread buffers without locks and a writer thread
+ * streams them out; the format is in docs/trace-format.md, and pprt's
+ * decoder exports it as Chrome Trace Event JSON (ui.perfetto.dev,
+ * chrome://tracing, speedscope).
+ *
+ * One trace session runs at a time: a streaming trace (pprt_trace_start) or
+ * a flight recorder (pprt_flight_start). A forked child does not trace. */
+
+/* Trace options. Zero-initialise, then set what you need; every zero field
+ * means its default. */
+typedef struct pprt_trace_options {
+  /* sizeof(pprt_trace_options) as the caller was compiled with, or 0. */
+  size_t size;
+  /* Bytes of event buffers all threads together may hold before the writer
+   * has taken them; past it, events are dropped and the count recorded in
+   * the trace. 0: 64 MiB; at least 256 KiB. */
+  size_t buffer_limit;
+  /* A new generation (a self-contained stretch of the trace) starts at least
+   * this often. 0: 1 s; at least 1 ms. */
+  uint64_t generation_ns;
+  /* 1: leave sample stacks as addresses (no function names in the trace). */
+  int no_symbolize;
+} pprt_trace_options;
+
+/* Starts tracing into out: the 16-byte header at once, then generations as
+ * the writer thread takes them. opts NULL means defaults. Errors: -EBUSY (a
+ * trace or flight recorder runs), -EINVAL, -ENOMEM, -EAGAIN (no writer
+ * thread), or the writer's error on the header. */
+PPRT_API int pprt_trace_start(const pprt_trace_options *opts, pprt_writer out);
+
+/* Stops tracing; returns once every event recorded before the call is
+ * written, with the first error the writer returned, if any. Regions still
+ * open stay open in the file (the exporter closes them at the end). -EPIPE
+ * when no trace runs. */
+PPRT_API int pprt_trace_stop(void);
+
+/* Annotations. Each records one event on the calling thread while a trace
+ * or flight recorder runs; otherwise it costs one load and a branch. They
+ * return nothing: they cannot fail in a way the caller could act on, and an
+ * event that cannot be recorded (buffers full, or the call interrupted a
+ * pprt call on the same thread, as from a signal handler) is counted in the
+ * trace as lost, never silently. Strings are copied (interned); at most 1024
+ * bytes of each are kept, cut at a UTF-8 character boundary. NULL strings
+ * are recorded as "". Safe to call from signal handlers. */
+
+/* Opens a region (a span of time on this thread; regions nest). */
+PPRT_API void pprt_region_begin(const char *name);
+/* Closes the innermost open region of this thread. */
+PPRT_API void pprt_region_end(void);
+/* A timestamped message. */
+PPRT_API void pprt_log(const char *category, const char *message);
+/* The value of a named counter from now on. */
+PPRT_API void pprt_counter(const char *name, int64_t value);
+/* Begins a task: work that may end on another thread. Returns its id, or 0
+ * when no trace runs (pprt_task_end(0) does nothing). */
+PPRT_API uint64_t pprt_task_begin(const char *name);
+PPRT_API void pprt_task_end(uint64_t id);
+
+/* Names the calling thread in traces, including traces started later (the
+ * name is kept with the thread). Otherwise a thread is shown with the OS's
+ * name for it. Errors: -ENOMEM. */
+PPRT_API int pprt_thread_name(const char *name);
+
+/* Flight recorder options. */
+typedef struct pprt_flight_options {
+  size_t size;         /* sizeof(pprt_flight_options), or 0 */
+  size_t max_bytes;    /* keep at most about this much trace; 0: 10 MiB */
+  uint64_t max_age_ns; /* and nothing older than this; 0: 10 s */
+  size_t buffer_limit; /* as in pprt_trace_options */
+  int no_symbolize;    /* as in pprt_trace_options */
+} pprt_flight_options;
+
+/* Starts a flight recorder: the trace is recorded as for pprt_trace_start
+ * but kept in memory, in generations cut every max_age/4 or max_bytes/4,
+ * and only the most recent generations within both budgets are kept (the
+ * latest complete one always). Errors as pprt_trace_start. */
+PPRT_API int pprt_flight_start(const pprt_flight_options *opts);
+
+/* Writes a snapshot: ends the current generation, then writes a complete
+ * trace file (header and the generations kept) to out, from the calling
+ * thread. It decodes on its own. The recorder keeps running. -EPIPE when no
+ * flight recorder runs; the writer's error. */
+PPRT_API int pprt_flight_write(pprt_writer out);
+
+/* Stops the flight recorder and frees what it kept. -EPIPE when none runs. */
+PPRT_API int pprt_flight_stop(void);
+
 #ifdef __cplusplus
 }
 #endif

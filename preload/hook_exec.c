@@ -5,7 +5,9 @@
  * the exec failed. glibc's execl/execvp/... call execve internally, not
  * through its PLT, so each is wrapped itself. The profile of the image that
  * execs is not written (its exit handlers never run); a new image that loads
- * the preload library again starts its own, at the same path. */
+ * the preload library again starts its own, at the same path. A trace being
+ * streamed ends its generation first, so that its file is complete up to the
+ * exec. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/cpu.h"
+#include "core/trace.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -30,6 +33,7 @@ extern char **environ;
       errno = ENOSYS;                                                                             \
       return -1;                                                                                  \
     }                                                                                             \
+    pprt__trace_exec_prepare();                                                                   \
     pprt__cpu_exec_prepare();                                                                     \
     int rc = call;                                                                                \
     int saved = errno;                                                                            \

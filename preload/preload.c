@@ -1,23 +1,28 @@
-/* libpprt_preload: profile an unmodified program.
+/* libpprt_preload: profile and trace an unmodified program.
  *
  *   LD_PRELOAD=libpprt_preload.so PPRT_CPUPROFILE=cpu.pb.gz ./program
+ *   LD_PRELOAD=libpprt_preload.so PPRT_TRACE=trace.pprt ./program
  *   (macOS: DYLD_INSERT_LIBRARIES=libpprt_preload.dylib)
  *
- * A constructor reads the PPRT_* variables and starts the CPU profiler; a
- * destructor stops it at exit and writes the profile. Every thread the
- * program creates registers itself first (the per-OS hook in hook_*.c), so
- * it has an alternate signal stack and its per-thread timer from its first
- * instruction. Anything unusable (a bad value, an unwritable path, a setuid
- * program) is one line on stderr and the program runs on, unprofiled.
+ * A constructor reads the PPRT_* variables and starts the profilers and the
+ * tracer; a destructor stops them at exit and writes what they recorded.
+ * Every thread the program creates registers itself first (the per-OS hook
+ * in hook_*.c), so it has an alternate signal stack and its per-thread
+ * timer from its first instruction, and its start is in the trace. Anything
+ * unusable (a bad value, an unwritable path, a setuid program) is one line
+ * on stderr and the program runs on without it.
  *
  * Variables:
  *   PPRT_CPUPROFILE=path        where the CPU profile goes; unset: no CPU profile
  *   PPRT_CPUPROFILE_HZ=n        samples per CPU-second asked (1-10000; default 100)
  *   PPRT_CPUPROFILE_TIMER=mode  auto (default), per-thread or process
- *   PPRT_SYMBOLIZE=0            leave function names to go tool pprof
+ *   PPRT_SYMBOLIZE=0            leave function names to go tool pprof (and,
+ *                               in a trace, sample stacks as addresses)
  *   PPRT_HEAPPROFILE=path       where the heap profile goes, written at exit
  *   PPRT_HEAP_RATE=bytes        mean bytes between allocation samples
  *                               (default 524288; 1 = every allocation)
+ *   PPRT_TRACE=path             an execution trace from load to exit; with
+ *                               PPRT_CPUPROFILE too, the CPU samples are in it
  * A process started from a profiled one (fork + exec with the same
  * environment) writes to path.<pid>, so it never overwrites the first
  * process's files, as gperftools does.
@@ -33,12 +38,14 @@
 
 #include "core/heap.h"
 #include "core/thread.h"
+#include "core/trace.h"
 #include "preload/preload.h"
 #include "pprt.h"
 
-static atomic_int profiling;    /* threads should register */
-static int cpu_fd = -1, heap_fd = -1;
-static char cpu_path[PATH_MAX], heap_path[PATH_MAX];
+static atomic_int profiling; /* threads should register with the CPU profiler */
+static atomic_int tracing;   /* threads should record their start */
+static int cpu_fd = -1, heap_fd = -1, trace_fd = -1;
+static char cpu_path[PATH_MAX], heap_path[PATH_MAX], trace_path[PATH_MAX];
 
 /* Parses a whole decimal number in [lo, hi]; 0 on success. */
 static int parse_int(const char *s, long lo, long hi, long *out) {
@@ -53,21 +60,34 @@ static int parse_int(const char *s, long lo, long hi, long *out) {
 
 /* Opens an output named by variable `var` (value `path`): a process that
  * inherited the variables from a profiled parent gets its own file. Returns
- * the descriptor, or -1 after saying why on stderr. */
-static int open_output(const char *var, const char *path, char *out, size_t outlen) {
+ * the descriptor, or -1 after saying why on stderr, ending with "not
+ * <doing>". */
+static int open_output(const char *var, const char *path, char *out, size_t outlen,
+                       const char *doing) {
   char me[32];
   snprintf(me, sizeof me, "%ld", (long)getpid());
   const char *owner = getenv("PPRT_OWNER_PID");
   int n = owner && strcmp(owner, me) != 0 ? snprintf(out, outlen, "%s.%s", path, me)
                                            : snprintf(out, outlen, "%s", path);
   if (n < 0 || (size_t)n >= outlen) {
-    fprintf(stderr, "pprt: %s path too long; not profiling\n", var);
+    fprintf(stderr, "pprt: %s path too long; not %s\n", var, doing);
     return -1;
   }
   int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    fprintf(stderr, "pprt: cannot open %s=%s: %s; not profiling\n", var, out, strerror(errno));
+    fprintf(stderr, "pprt: cannot open %s=%s: %s; not %s\n", var, out, strerror(errno), doing);
   return fd;
+}
+
+/* PPRT_SYMBOLIZE: 1 (the default) or 0; -1 after saying why on stderr. */
+static int symbolize_setting(const char *doing) {
+  const char *v = getenv("PPRT_SYMBOLIZE");
+  if (!v || !*v || strcmp(v, "1") == 0)
+    return 1;
+  if (strcmp(v, "0") == 0)
+    return 0;
+  fprintf(stderr, "pprt: PPRT_SYMBOLIZE=%s is not 0 or 1; not %s\n", v, doing);
+  return -1;
 }
 
 static void start_cpu(const char *path) {
@@ -97,15 +117,11 @@ static void start_cpu(const char *path) {
       return;
     }
   }
-  v = getenv("PPRT_SYMBOLIZE");
-  if (v && *v) {
-    if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
-      fprintf(stderr, "pprt: PPRT_SYMBOLIZE=%s is not 0 or 1; not profiling\n", v);
-      return;
-    }
-    o.no_symbolize = strcmp(v, "0") == 0;
-  }
-  cpu_fd = open_output("PPRT_CPUPROFILE", path, cpu_path, sizeof cpu_path);
+  int sym = symbolize_setting("profiling");
+  if (sym < 0)
+    return;
+  o.no_symbolize = !sym;
+  cpu_fd = open_output("PPRT_CPUPROFILE", path, cpu_path, sizeof cpu_path, "profiling");
   if (cpu_fd < 0)
     return;
   atomic_store(&profiling, 1);
@@ -127,9 +143,30 @@ static void start_heap(const char *path) {
             "pprt: PPRT_HEAP_RATE=%s is not a number of bytes (1 or more); not profiling\n", v);
     return;
   }
-  heap_fd = open_output("PPRT_HEAPPROFILE", path, heap_path, sizeof heap_path);
+  heap_fd = open_output("PPRT_HEAPPROFILE", path, heap_path, sizeof heap_path, "profiling");
   if (heap_fd >= 0)
     pprt_heap_set_rate((size_t)rate);
+}
+
+static void start_trace(const char *path) {
+  pprt_trace_options o;
+  memset(&o, 0, sizeof o);
+  o.size = sizeof o;
+  int sym = symbolize_setting("tracing");
+  if (sym < 0)
+    return;
+  o.no_symbolize = !sym;
+  trace_fd = open_output("PPRT_TRACE", path, trace_path, sizeof trace_path, "tracing");
+  if (trace_fd < 0)
+    return;
+  atomic_store(&tracing, 1);
+  int rc = pprt_trace_start(&o, pprt_writer_fd(trace_fd));
+  if (rc != 0) {
+    atomic_store(&tracing, 0);
+    fprintf(stderr, "pprt: cannot start tracing: %s; not tracing\n", pprt_strerror(rc));
+    close(trace_fd);
+    trace_fd = -1;
+  }
 }
 
 /* A process forked from this one (heap_owner != getpid()) has a copy of the
@@ -138,7 +175,8 @@ static pid_t heap_owner;
 
 __attribute__((constructor)) static void preload_start(void) {
   const char *cpu = getenv("PPRT_CPUPROFILE"), *heap = getenv("PPRT_HEAPPROFILE");
-  if ((!cpu || !*cpu) && (!heap || !*heap))
+  const char *trace = getenv("PPRT_TRACE");
+  if ((!cpu || !*cpu) && (!heap || !*heap) && (!trace || !*trace))
     return;
   /* A setuid program must not write where its caller's environment says. */
   if (getuid() != geteuid() || getgid() != getegid()) {
@@ -149,6 +187,10 @@ __attribute__((constructor)) static void preload_start(void) {
     start_heap(heap);
     heap_owner = getpid();
   }
+  /* The trace before the CPU profiler, so that it holds the CPU samples
+   * from the start. */
+  if (trace && *trace)
+    start_trace(trace);
   if (cpu && *cpu)
     start_cpu(cpu);
   /* Children that exec with these variables write path.<pid>. */
@@ -160,6 +202,8 @@ __attribute__((constructor)) static void preload_start(void) {
 }
 
 __attribute__((destructor)) static void preload_stop(void) {
+  /* The CPU profiler before the trace: its reader hands its last samples to
+   * the trace. */
   if (cpu_fd >= 0) {
     atomic_store(&profiling, 0);
     int rc = pprt_cpu_stop();
@@ -168,6 +212,14 @@ __attribute__((destructor)) static void preload_stop(void) {
       fprintf(stderr, "pprt: writing %s failed: %s\n", cpu_path, pprt_strerror(rc));
     close(cpu_fd);
     cpu_fd = -1;
+  }
+  if (trace_fd >= 0) {
+    atomic_store(&tracing, 0);
+    int rc = pprt_trace_stop();
+    if (rc != 0 && rc != -EPIPE) /* -EPIPE: a forked child, as above */
+      fprintf(stderr, "pprt: writing %s failed: %s\n", trace_path, pprt_strerror(rc));
+    close(trace_fd);
+    trace_fd = -1;
   }
   if (heap_fd >= 0) {
     if (heap_owner == getpid()) {
@@ -190,13 +242,18 @@ struct start {
 static void *registered_start(void *p) {
   struct start st = *(struct start *)p;
   free(p);
-  pprt_thread_register();
+  if (atomic_load(&profiling))
+    pprt_thread_register();
+  /* Its end is recorded by the trace's own thread-exit handler. */
+  if (atomic_load(&tracing))
+    pprt__trace_thread_start();
   return st.fn(st.arg);
 }
 
 int pprt__preload_create(pprt__pthread_create_fn real_create, pthread_t *thread,
                          const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
-  if (!atomic_load(&profiling) || pprt__thread_self()->creating_internal)
+  if ((!atomic_load(&profiling) && !atomic_load(&tracing)) ||
+      pprt__thread_self()->creating_internal)
     return real_create(thread, attr, fn, arg);
   struct start *st = malloc(sizeof *st);
   if (st == NULL)

@@ -28,6 +28,30 @@ static void test_monotonic_clock_advances(void **state) {
   }
 }
 
+/* The trace clock: advances, never goes back on a thread, and runs at the
+ * rate pprt__os_ticks_init states (or, for the TSC, a plausible one). */
+static void test_trace_clock(void **state) {
+  (void)state;
+  uint64_t hz = pprt__os_ticks_init();
+  assert_int_equal(pprt__os_ticks_init(), hz); /* decided once */
+  uint64_t a = pprt__os_ticks(), n0 = pprt__os_monotonic_ns();
+  struct timespec ts = {0, 50000000};
+  nanosleep(&ts, NULL);
+  uint64_t b = pprt__os_ticks(), n1 = pprt__os_monotonic_ns();
+  assert_true(b > a);
+  double rate = (double)(b - a) * 1e9 / (double)(n1 - n0);
+  if (hz != 0)
+    assert_true(rate > 0.9 * (double)hz && rate < 1.1 * (double)hz);
+  else
+    assert_true(rate > 1e8 && rate < 1e10);
+  uint64_t prev = pprt__os_ticks();
+  for (int i = 0; i < 100000; i++) {
+    uint64_t now = pprt__os_ticks();
+    assert_true(now >= prev);
+    prev = now;
+  }
+}
+
 static void test_wall_clock_is_unix_time(void **state) {
   (void)state;
   uint64_t now = pprt__os_wall_ns();
@@ -105,6 +129,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_monotonic_clock_advances),
       cmocka_unit_test(test_wall_clock_is_unix_time),
+      cmocka_unit_test(test_trace_clock),
       cmocka_unit_test(test_thread_ids_are_stable_and_distinct),
       cmocka_unit_test(test_wait_and_wake),
       cmocka_unit_test(test_wait_times_out),

@@ -1,0 +1,1269 @@
+/* The trace decoder and the Chrome Trace Event JSON exporter.
+ *
+ * Divisions:
+ *   memory      every allocation of a decoded trace hangs off one list;
+ *   decoding    the header, then one generation at a time: a first pass
+ *               over its records finds and checks its tables (they follow
+ *               its batches), a second decodes its batches' events against
+ *               them; every rule of docs/trace-format.md is checked and the
+ *               first violation is reported with its byte offset;
+ *   export      events sorted per thread, regions paired into properly
+ *               nested B/E, the rest as metadata, counter, async and instant
+ *               events, streamed out through a buffer.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/table.h"
+#include "core/trace.h"
+#include "core/trace_format.h"
+
+/* Largest input the decoder accepts. */
+#define MAX_INPUT ((size_t)1 << 30)
+
+/* ---- memory ------------------------------------------------------------------------- */
+
+typedef struct block {
+  struct block *next;
+  _Alignas(8) unsigned char data[];
+} block;
+
+static void *mem_alloc(pprt__trace *t, size_t n) {
+  block *b = malloc(sizeof *b + (n ? n : 1));
+  if (b == NULL)
+    return NULL;
+  b->next = t->mem_;
+  t->mem_ = b;
+  return b->data;
+}
+
+void pprt__trace_free(pprt__trace *t) {
+  if (t == NULL)
+    return;
+  for (block *b = t->mem_; b;) {
+    block *n = b->next;
+    free(b);
+    b = n;
+  }
+  free(t->events);
+  free(t->stacks);
+  free(t->threads);
+  free(t->lost);
+  free(t);
+}
+
+/* ---- decoding ------------------------------------------------------------------------ */
+
+typedef struct str_entry {
+  uint64_t id;
+  pprt__trace_str str;
+} str_entry;
+
+typedef struct stack_entry {
+  uint64_t id;
+  int64_t index; /* into t->stacks */
+} stack_entry;
+
+typedef struct tlast {
+  uint64_t tid;
+  int64_t ns;
+} tlast;
+
+typedef struct dec {
+  pprt__trace *t;
+  const uint8_t *data;
+  size_t len;
+  unsigned flags;
+  char *err;
+  size_t errlen;
+  int rc;
+  size_t cap_events, cap_stacks, cap_threads, cap_lost;
+
+  /* The generation being decoded. */
+  uint64_t gen;
+  str_entry *strs;
+  size_t nstrs, cap_strs;
+  pprt__table str_index;
+  stack_entry *stks;
+  size_t nstks, cap_stks;
+  pprt__table stack_index;
+  int have_freq;
+  uint64_t hz, sync_ticks, sync_ns, sync_wall;
+
+  /* Timestamps are signed nanoseconds on the monotonic clock until the
+   * origin is known. */
+  int64_t min_ns;
+  int have_min;
+  /* Each thread's last event time, to keep them strictly increasing. */
+  tlast *tl;
+  size_t ntl, cap_tl;
+  pprt__table tl_index;
+  pprt__table thread_index; /* into t->threads */
+} dec;
+
+static int fail(dec *d, size_t off, int rc, const char *fmt, ...) {
+  if (d->rc == 0) {
+    int n = snprintf(d->err, d->errlen, "offset %zu: ", off);
+    if (n >= 0 && (size_t)n < d->errlen) {
+      va_list ap;
+      va_start(ap, fmt);
+      vsnprintf(d->err + n, d->errlen - (size_t)n, fmt, ap);
+      va_end(ap);
+    }
+    d->rc = rc;
+  }
+  return d->rc;
+}
+
+static int oom(dec *d, size_t off) {
+  return fail(d, off, -ENOMEM, "out of memory");
+}
+
+static void see_ns(dec *d, int64_t ns) {
+  if (!d->have_min || ns < d->min_ns) {
+    d->min_ns = ns;
+    d->have_min = 1;
+  }
+}
+
+/* A copy of bytes as a NUL-terminated string. */
+static int copy_str(dec *d, const uint8_t *p, size_t n, size_t off, pprt__trace_str *out) {
+  char *s = mem_alloc(d->t, n + 1);
+  if (s == NULL)
+    return oom(d, off);
+  memcpy(s, p, n);
+  s[n] = '\0';
+  out->s = s;
+  out->len = n;
+  return 0;
+}
+
+struct id_key {
+  const dec *d;
+  uint64_t id;
+};
+
+static int str_eq(const void *ctx, uint32_t idx) {
+  const struct id_key *k = ctx;
+  return k->d->strs[idx].id == k->id;
+}
+
+static int stk_eq(const void *ctx, uint32_t idx) {
+  const struct id_key *k = ctx;
+  return k->d->stks[idx].id == k->id;
+}
+
+static const pprt__trace_str *find_str(dec *d, uint64_t id) {
+  struct id_key k = {d, id};
+  int64_t i = pprt__table_find(&d->str_index, pprt__hash_finish(id), str_eq, &k);
+  return i < 0 ? NULL : &d->strs[i].str;
+}
+
+static int64_t find_stack(dec *d, uint64_t id) {
+  struct id_key k = {d, id};
+  int64_t i = pprt__table_find(&d->stack_index, pprt__hash_finish(id), stk_eq, &k);
+  return i < 0 ? -1 : d->stks[i].index;
+}
+
+/* A cursor over [p, end) that fails with the offset of what it reads. */
+typedef struct cur {
+  dec *d;
+  const uint8_t *p, *end;
+} cur;
+
+static size_t off_of(const cur *c) {
+  return (size_t)(c->p - c->d->data);
+}
+
+static int get_u(cur *c, uint64_t *v, const char *what) {
+  const uint8_t *q = pprt__get_uvarint(c->p, c->end, v);
+  if (q == NULL) {
+    if (c->end - c->p >= PPRT__VARINT_MAX)
+      return fail(c->d, off_of(c), -EINVAL, "%s: malformed varint", what);
+    /* A varint that runs off the end may be truncated or too long. */
+    const uint8_t *s = c->p;
+    while (s < c->end && (*s & 0x80))
+      s++;
+    if (s == c->end)
+      return fail(c->d, off_of(c), -EINVAL, "%s: varint runs past the end of its record", what);
+    return fail(c->d, off_of(c), -EINVAL, "%s: malformed varint", what);
+  }
+  c->p = q;
+  return 0;
+}
+
+/* ---- the tables of a generation ---- */
+
+static int add_string(dec *d, uint64_t id, const uint8_t *p, size_t n, size_t off) {
+  struct id_key k = {d, id};
+  uint64_t h = pprt__hash_finish(id);
+  if (pprt__table_find(&d->str_index, h, str_eq, &k) >= 0)
+    return fail(d, off, -EINVAL, "string id %" PRIu64 " defined twice in generation %" PRIu64, id,
+                d->gen);
+  if (PPRT__RESERVE(d->strs, d->cap_strs, d->nstrs + 1) != 0)
+    return oom(d, off);
+  str_entry *e = &d->strs[d->nstrs];
+  e->id = id;
+  if (copy_str(d, p, n, off, &e->str) != 0)
+    return d->rc;
+  if (pprt__table_intern(&d->str_index, h, str_eq, &k, (uint32_t)d->nstrs) < 0)
+    return oom(d, off);
+  d->nstrs++;
+  return 0;
+}
+
+static int parse_strings(dec *d, cur *c) {
+  while (c->p < c->end) {
+    size_t off = off_of(c);
+    uint64_t id, n;
+    if (get_u(c, &id, "string id") || get_u(c, &n, "string length"))
+      return d->rc;
+    if (id == 0)
+      return fail(d, off, -EINVAL, "string id 0 (ids start at 1)");
+    if (n > PPRT__TRACE_MAX_STRING)
+      return fail(d, off, -EINVAL, "string of %" PRIu64 " bytes (at most %d)", n,
+                  PPRT__TRACE_MAX_STRING);
+    if (n > (uint64_t)(c->end - c->p))
+      return fail(d, off_of(c), -EINVAL, "string of %" PRIu64 " bytes runs past its record", n);
+    if (add_string(d, id, c->p, (size_t)n, off) != 0)
+      return d->rc;
+    c->p += n;
+  }
+  return 0;
+}
+
+/* A new decoded stack with n frames; its arrays are filled by the caller. */
+static int64_t new_stack(dec *d, size_t n, size_t off, uint64_t **pcs, pprt__trace_str **names) {
+  pprt__trace *t = d->t;
+  if (PPRT__RESERVE(t->stacks, d->cap_stacks, t->nstacks + 1) != 0) {
+    oom(d, off);
+    return -1;
+  }
+  *pcs = mem_alloc(t, n * sizeof **pcs);
+  *names = mem_alloc(t, n * sizeof **names);
+  if (*pcs == NULL || *names == NULL) {
+    oom(d, off);
+    return -1;
+  }
+  memset(*names, 0, n * sizeof **names);
+  t->stacks[t->nstacks] = (pprt__trace_stack){n, *pcs, *names};
+  return (int64_t)t->nstacks++;
+}
+
+/* Stacks refer to strings for their function names, so they are parsed
+ * after every STRINGS record of the generation: pass 1 remembers where. */
+static int parse_stacks(dec *d, cur *c) {
+  while (c->p < c->end) {
+    size_t off = off_of(c);
+    uint64_t id, n;
+    if (get_u(c, &id, "stack id") || get_u(c, &n, "stack depth"))
+      return d->rc;
+    if (id == 0)
+      return fail(d, off, -EINVAL, "stack id 0 (ids start at 1)");
+    if (n > PPRT__TRACE_MAX_FRAMES)
+      return fail(d, off, -EINVAL, "stack of %" PRIu64 " frames (at most %d)", n,
+                  PPRT__TRACE_MAX_FRAMES);
+    struct id_key k = {d, id};
+    uint64_t h = pprt__hash_finish(id);
+    if (pprt__table_find(&d->stack_index, h, stk_eq, &k) >= 0)
+      return fail(d, off, -EINVAL, "stack id %" PRIu64 " defined twice in generation %" PRIu64, id,
+                  d->gen);
+    uint64_t *pcs;
+    pprt__trace_str *names;
+    int64_t idx = new_stack(d, (size_t)n, off, &pcs, &names);
+    if (idx < 0)
+      return d->rc;
+    for (uint64_t f = 0; f < n; f++) {
+      uint64_t name;
+      if (get_u(c, &pcs[f], "stack pc"))
+        return d->rc;
+      size_t noff = off_of(c);
+      if (get_u(c, &name, "function name id"))
+        return d->rc;
+      if (name != 0) {
+        const pprt__trace_str *s = find_str(d, name);
+        if (s == NULL)
+          return fail(d, noff, -EINVAL,
+                      "function name id %" PRIu64 " is not in generation %" PRIu64 "'s strings",
+                      name, d->gen);
+        names[f] = *s;
+      }
+    }
+    if (PPRT__RESERVE(d->stks, d->cap_stks, d->nstks + 1) != 0)
+      return oom(d, off);
+    d->stks[d->nstks] = (stack_entry){id, idx};
+    if (pprt__table_intern(&d->stack_index, h, stk_eq, &k, (uint32_t)d->nstks) < 0)
+      return oom(d, off);
+    d->nstks++;
+  }
+  return 0;
+}
+
+static int thread_eq(const void *ctx, uint32_t idx) {
+  const struct id_key *k = ctx;
+  return k->d->t->threads[idx].tid == k->id;
+}
+
+static int set_thread_name(dec *d, uint64_t tid, const pprt__trace_str *name, size_t off) {
+  pprt__trace *t = d->t;
+  struct id_key k = {d, tid};
+  uint64_t h = pprt__hash_finish(tid);
+  int64_t i = pprt__table_find(&d->thread_index, h, thread_eq, &k);
+  if (i >= 0) {
+    if (name)
+      t->threads[i].name = *name;
+    return 0;
+  }
+  if (PPRT__RESERVE(t->threads, d->cap_threads, t->nthreads + 1) != 0 ||
+      pprt__table_intern(&d->thread_index, h, thread_eq, &k, (uint32_t)t->nthreads) < 0)
+    return oom(d, off);
+  t->threads[t->nthreads].tid = tid;
+  t->threads[t->nthreads].name = name ? *name : (pprt__trace_str){NULL, 0};
+  t->nthreads++;
+  return 0;
+}
+
+static int parse_threads(dec *d, cur *c) {
+  uint64_t pid;
+  if (get_u(c, &pid, "process id"))
+    return d->rc;
+  d->t->pid = pid;
+  while (c->p < c->end) {
+    size_t off = off_of(c);
+    uint64_t tid, name;
+    if (get_u(c, &tid, "thread id") || get_u(c, &name, "thread name id"))
+      return d->rc;
+    if (tid == 0)
+      return fail(d, off, -EINVAL, "thread id 0");
+    const pprt__trace_str *s = NULL;
+    if (name != 0 && (s = find_str(d, name)) == NULL)
+      return fail(d, off, -EINVAL,
+                  "thread name id %" PRIu64 " is not in generation %" PRIu64 "'s strings", name,
+                  d->gen);
+    if (set_thread_name(d, tid, s, off) != 0)
+      return d->rc;
+  }
+  return 0;
+}
+
+static int parse_frequency(dec *d, cur *c, size_t off) {
+  if (d->have_freq)
+    return fail(d, off, -EINVAL, "a second frequency record in generation %" PRIu64, d->gen);
+  if (get_u(c, &d->hz, "ticks per second") || get_u(c, &d->sync_ticks, "sync ticks") ||
+      get_u(c, &d->sync_ns, "sync monotonic time") || get_u(c, &d->sync_wall, "sync wall time"))
+    return d->rc;
+  if (d->hz == 0)
+    return fail(d, off, -EINVAL, "frequency of 0 ticks per second");
+  if (c->p != c->end)
+    return fail(d, off_of(c), -EINVAL, "frequency record longer than its fields");
+  if (d->sync_ns > INT64_MAX)
+    return fail(d, off, -EINVAL, "sync time out of range");
+  d->have_freq = 1;
+  return 0;
+}
+
+/* ---- events ---- */
+
+/* Times stay within +-2^61 ns (73 years) so that differences of two never
+ * overflow, whatever a malformed file says. */
+#define NS_LIMIT 2305843009213693952.0
+
+static int64_t clamp_ns(double v) {
+  if (v > NS_LIMIT)
+    return (int64_t)NS_LIMIT;
+  if (v < -NS_LIMIT)
+    return -(int64_t)NS_LIMIT;
+  return (int64_t)v;
+}
+
+/* Monotonic nanoseconds of a tick count in this generation. */
+static int64_t ticks_to_ns(const dec *d, uint64_t ticks) {
+  double delta = (double)(int64_t)(ticks - d->sync_ticks) * 1e9 / (double)d->hz;
+  return clamp_ns((double)d->sync_ns + delta);
+}
+
+static int tl_eq(const void *ctx, uint32_t idx) {
+  const struct id_key *k = ctx;
+  return k->d->tl[idx].tid == k->id;
+}
+
+/* ns for the next event of thread tid, strictly after its previous one:
+ * ticks increase strictly per thread, but two generations' calibrations
+ * (or ticks finer than a nanosecond) can map neighbours onto one ns or, by
+ * a few ns, out of order. -1 when out of memory. */
+static int monotonic_ns(dec *d, uint64_t tid, int64_t *ns, size_t off) {
+  struct id_key k = {d, tid};
+  uint64_t h = pprt__hash_finish(tid);
+  int64_t i = pprt__table_find(&d->tl_index, h, tl_eq, &k);
+  if (i < 0) {
+    if (PPRT__RESERVE(d->tl, d->cap_tl, d->ntl + 1) != 0 ||
+        pprt__table_intern(&d->tl_index, h, tl_eq, &k, (uint32_t)d->ntl) < 0)
+      return oom(d, off);
+    d->tl[d->ntl].tid = tid;
+    d->tl[d->ntl].ns = *ns;
+    d->ntl++;
+    return 0;
+  }
+  if (*ns <= d->tl[i].ns && d->tl[i].ns < (int64_t)NS_LIMIT)
+    *ns = d->tl[i].ns + 1;
+  d->tl[i].ns = *ns;
+  return 0;
+}
+
+/* A length-prefixed string (at most 1024 bytes) inside the batch. */
+static int read_bytes_arg(cur *c, pprt__trace_str *out, const char *what) {
+  dec *d = c->d;
+  size_t off = off_of(c);
+  uint64_t n;
+  if (get_u(c, &n, what))
+    return d->rc;
+  if (n > PPRT__TRACE_MAX_STRING)
+    return fail(d, off, -EINVAL, "%s: string of %" PRIu64 " bytes (at most %d)", what, n,
+                PPRT__TRACE_MAX_STRING);
+  if (n > (uint64_t)(c->end - c->p))
+    return fail(d, off_of(c), -EINVAL, "%s: string runs past the end of its batch", what);
+  if (copy_str(d, c->p, (size_t)n, off, out) != 0)
+    return d->rc;
+  c->p += n;
+  return 0;
+}
+
+/* A string id of the generation, or 0 and the string inline. */
+static int read_str_arg(cur *c, pprt__trace_str *out, const char *what) {
+  dec *d = c->d;
+  size_t off = off_of(c);
+  uint64_t id;
+  if (get_u(c, &id, what))
+    return d->rc;
+  if (id == 0)
+    return read_bytes_arg(c, out, what);
+  const pprt__trace_str *s = find_str(d, id);
+  if (s == NULL)
+    return fail(d, off, -EINVAL,
+                "%s: string id %" PRIu64 " is not in generation %" PRIu64 "'s strings", what, id,
+                d->gen);
+  *out = *s;
+  return 0;
+}
+
+static int read_stack_arg(cur *c, int64_t *out) {
+  dec *d = c->d;
+  size_t off = off_of(c);
+  uint64_t id;
+  if (get_u(c, &id, "stack"))
+    return d->rc;
+  if (id != 0) {
+    if ((*out = find_stack(d, id)) < 0)
+      return fail(d, off, -EINVAL, "stack id %" PRIu64 " is not in generation %" PRIu64 "'s stacks",
+                  id, d->gen);
+    return 0;
+  }
+  uint64_t n;
+  if (get_u(c, &n, "inline stack depth"))
+    return d->rc;
+  if (n > PPRT__TRACE_MAX_FRAMES)
+    return fail(d, off, -EINVAL, "inline stack of %" PRIu64 " frames (at most %d)", n,
+                PPRT__TRACE_MAX_FRAMES);
+  if (n > (uint64_t)(c->end - c->p))
+    return fail(d, off_of(c), -EINVAL, "inline stack runs past the end of its batch");
+  uint64_t *pcs;
+  pprt__trace_str *names;
+  if ((*out = new_stack(d, (size_t)n, off, &pcs, &names)) < 0)
+    return d->rc;
+  for (uint64_t f = 0; f < n; f++)
+    if (get_u(c, &pcs[f], "stack pc"))
+      return d->rc;
+  return 0;
+}
+
+static int parse_batch(dec *d, cur *c, uint64_t tid, uint64_t ts, uint64_t *gen_max_ts) {
+  pprt__trace *t = d->t;
+  while (c->p < c->end) {
+    size_t off = off_of(c);
+    uint8_t type = *c->p++;
+    const pprt__trace_event_spec *spec = pprt__trace_spec(type);
+    if (spec == NULL)
+      return fail(d, off, -EINVAL, "unknown event type %u", type);
+    uint64_t delta;
+    if (get_u(c, &delta, spec->name))
+      return d->rc;
+    if (delta == 0)
+      return fail(d, off, -EINVAL, "%s: timestamp delta 0 (timestamps increase strictly)",
+                  spec->name);
+    if (ts + delta < ts)
+      return fail(d, off, -EINVAL, "%s: timestamp overflows", spec->name);
+    ts += delta;
+    if (PPRT__RESERVE(t->events, d->cap_events, t->nevents + 1) != 0)
+      return oom(d, off);
+    pprt__trace_event *e = &t->events[t->nevents];
+    memset(e, 0, sizeof *e);
+    e->type = type;
+    e->gen = d->gen;
+    e->tid = e->emitter = tid;
+    e->stack = -1;
+    e->offset = off;
+    int64_t ns = ticks_to_ns(d, ts);
+    uint64_t u[PPRT__TRACE_MAX_ARGS] = {0};
+    for (unsigned i = 0; i < spec->nargs; i++) {
+      switch (spec->args[i]) {
+      case PPRT__ARG_U:
+      case PPRT__ARG_S:
+        if (get_u(c, &u[i], spec->name))
+          return d->rc;
+        break;
+      case PPRT__ARG_STR:
+        if (read_str_arg(c, &e->name, spec->name))
+          return d->rc;
+        break;
+      case PPRT__ARG_BYTES:
+        if (read_bytes_arg(c, &e->msg, "log message"))
+          return d->rc;
+        break;
+      case PPRT__ARG_STACK:
+        if (read_stack_arg(c, &e->stack))
+          return d->rc;
+        break;
+      }
+    }
+    switch (type) {
+    case PPRT__EV_COUNTER:
+      e->value = pprt__unzigzag(u[1]);
+      break;
+    case PPRT__EV_TASK_BEGIN:
+    case PPRT__EV_TASK_END:
+      if (u[0] == 0)
+        return fail(d, off, -EINVAL, "%s: task id 0", spec->name);
+      e->id = u[0];
+      break;
+    case PPRT__EV_CPU_SAMPLE:
+    case PPRT__EV_ALLOC_SAMPLE:
+    case PPRT__EV_FREE_SAMPLE:
+      if (u[0] == 0)
+        return fail(d, off, -EINVAL, "%s: thread id 0", spec->name);
+      e->tid = u[0];
+      ns = clamp_ns((double)ns + (double)pprt__unzigzag(u[1]));
+      if (type == PPRT__EV_CPU_SAMPLE) {
+        if (u[3] == 0)
+          return fail(d, off, -EINVAL, "cpu_sample: count 0");
+        e->value = (int64_t)u[3];
+      } else {
+        e->id = u[2];
+        e->value = type == PPRT__EV_ALLOC_SAMPLE ? (int64_t)u[3] : 0;
+      }
+      break;
+    case PPRT__EV_THREAD_NAME:
+      if (set_thread_name(d, tid, &e->name, off) != 0)
+        return d->rc;
+      break;
+    }
+    if (e->tid == tid && monotonic_ns(d, tid, &ns, off) != 0)
+      return d->rc;
+    /* Until the origin is known, ts holds signed monotonic nanoseconds. */
+    e->ts = (uint64_t)ns;
+    see_ns(d, ns);
+    if (!*gen_max_ts || ns > (int64_t)*gen_max_ts)
+      *gen_max_ts = (uint64_t)ns;
+    t->nevents++;
+  }
+  return 0;
+}
+
+/* ---- records ---- */
+
+typedef struct rec {
+  uint8_t type;
+  uint64_t gen, tid, ts;
+  size_t off;          /* of the type byte */
+  const uint8_t *body; /* payload */
+  size_t len;
+} rec;
+
+/* Reads the record at *pos. 1: a record; 0: the end of the input at a
+ * record boundary; < 0: an error (truncated is set when the record was cut
+ * short by the end of the input). */
+static int read_record(dec *d, size_t *pos, rec *r, int *truncated) {
+  *truncated = 0;
+  if (*pos == d->len)
+    return 0;
+  cur c = {d, d->data + *pos, d->data + d->len};
+  r->off = *pos;
+  r->type = *c.p++;
+  if (r->type < PPRT__TR_BATCH || r->type > PPRT__TR_GEN_END) {
+    if (pprt__trace_spec(r->type))
+      return fail(d, r->off, -EINVAL, "event type %u outside a batch", r->type);
+    return fail(d, r->off, -EINVAL, "unknown record type %u", r->type);
+  }
+  static const char *const names[] = {"",        "batch",     "strings", "stacks",
+                                      "threads", "frequency", "lost",    "end of generation"};
+  const char *what = names[r->type];
+  r->tid = r->ts = 0;
+  if (get_u(&c, &r->gen, what) ||
+      (r->type == PPRT__TR_BATCH &&
+       (get_u(&c, &r->tid, "batch thread id") || get_u(&c, &r->ts, "batch timestamp")))) {
+    *truncated = c.p + PPRT__VARINT_MAX > c.end;
+    return d->rc;
+  }
+  if (c.end - c.p < 4) {
+    *truncated = 1;
+    return fail(d, off_of(&c), -EINVAL, "%s record: length cut short by the end of the file", what);
+  }
+  uint32_t len = pprt__get_u32le(c.p);
+  c.p += 4;
+  if (len > PPRT__TRACE_MAX_RECORD)
+    return fail(d, off_of(&c) - 4, -EINVAL, "%s record of %" PRIu32 " bytes (at most %d)", what,
+                len, PPRT__TRACE_MAX_RECORD);
+  if (len > (size_t)(c.end - c.p)) {
+    *truncated = 1;
+    return fail(d, off_of(&c) - 4, -EINVAL,
+                "%s record of %" PRIu32 " bytes, but the file ends %zu bytes later", what, len,
+                (size_t)(c.end - c.p));
+  }
+  if (r->type == PPRT__TR_GEN_END && len != 0)
+    return fail(d, off_of(&c) - 4, -EINVAL, "end-of-generation record with a payload");
+  r->body = c.p;
+  r->len = len;
+  *pos = off_of(&c) + len;
+  return 1;
+}
+
+static void reset_generation(dec *d) {
+  d->nstrs = d->nstks = 0;
+  pprt__table_free(&d->str_index);
+  pprt__table_free(&d->stack_index);
+  d->have_freq = 0;
+}
+
+/* Decodes the generation at *pos. 1: decoded; 0: the input ended inside it
+ * (with PARTIAL: the caller stops; else an error was set). < 0: error. */
+static int decode_generation(dec *d, size_t *pos, int first) {
+  size_t start = *pos;
+  size_t p = start;
+  rec r;
+  int truncated;
+  size_t end_pos = 0;
+  /* Pass 1: find the end of the generation, check every record's framing,
+   * read the strings (stacks and threads need them). */
+  for (;;) {
+    int rc = read_record(d, &p, &r, &truncated);
+    if (rc == 0) {
+      if (p == start && !first)
+        return 2; /* the input ends after a complete generation */
+      truncated = 1;
+      if (p == start)
+        fail(d, p, -EINVAL, "no generation: the file ends after its header");
+      else
+        fail(d, p, -EINVAL,
+             "generation %" PRIu64 " has no end-of-generation record "
+             "(the file is cut short)",
+             d->gen);
+      rc = d->rc;
+    }
+    if (rc < 0) {
+      if (truncated && (d->flags & PPRT__TRACE_DECODE_PARTIAL) && !first) {
+        d->t->truncated_at = start;
+        snprintf(d->t->truncated_reason, sizeof d->t->truncated_reason, "%s", d->err);
+        d->rc = 0;
+        d->err[0] = '\0';
+        return 0;
+      }
+      return d->rc;
+    }
+    if (r.off == start) {
+      /* The first record gives the generation's number. */
+      if (first)
+        d->gen = r.gen;
+      else if (r.gen != d->gen)
+        return fail(d, r.off, -EINVAL, "generation %" PRIu64 " follows generation %" PRIu64, r.gen,
+                    d->gen - 1);
+    }
+    if (r.gen != d->gen)
+      return fail(d, r.off, -EINVAL, "record of generation %" PRIu64 " inside generation %" PRIu64,
+                  r.gen, d->gen);
+    cur c = {d, r.body, r.body + r.len};
+    if (r.type == PPRT__TR_STRINGS && parse_strings(d, &c) != 0)
+      return d->rc;
+    if (r.type == PPRT__TR_FREQUENCY && parse_frequency(d, &c, r.off) != 0)
+      return d->rc;
+    if (r.type == PPRT__TR_BATCH && r.tid == 0)
+      return fail(d, r.off, -EINVAL, "batch of thread id 0");
+    if (r.type == PPRT__TR_GEN_END) {
+      end_pos = p;
+      break;
+    }
+  }
+  if (!d->have_freq)
+    return fail(d, r.off, -EINVAL, "generation %" PRIu64 " has no frequency record", d->gen);
+  see_ns(d, clamp_ns((double)d->sync_ns));
+
+  /* Pass 2: stacks, threads, lost counts, then the events. */
+  uint64_t gen_max = 0;
+  size_t lost_from = d->t->nlost;
+  for (int phase = 0; phase < 2; phase++) {
+    p = start;
+    while (p < end_pos) {
+      read_record(d, &p, &r, &truncated); /* checked in pass 1 */
+      cur c = {d, r.body, r.body + r.len};
+      if (phase == 0 && r.type == PPRT__TR_STACKS && parse_stacks(d, &c) != 0)
+        return d->rc;
+      if (phase == 1 && r.type == PPRT__TR_THREADS && parse_threads(d, &c) != 0)
+        return d->rc;
+      if (phase == 1 && r.type == PPRT__TR_BATCH && parse_batch(d, &c, r.tid, r.ts, &gen_max) != 0)
+        return d->rc;
+      if (phase == 1 && r.type == PPRT__TR_LOST) {
+        while (c.p < c.end) {
+          size_t off = off_of(&c);
+          uint64_t tid, n;
+          if (get_u(&c, &tid, "lost thread id") || get_u(&c, &n, "lost count"))
+            return d->rc;
+          if (n == 0)
+            return fail(d, off, -EINVAL, "lost count 0");
+          pprt__trace *t = d->t;
+          if (PPRT__RESERVE(t->lost, d->cap_lost, t->nlost + 1) != 0)
+            return oom(d, off);
+          t->lost[t->nlost++] = (pprt__trace_lost){d->gen, tid, n, 0};
+        }
+      }
+    }
+  }
+  for (size_t i = lost_from; i < d->t->nlost; i++)
+    d->t->lost[i].ts = gen_max ? gen_max : d->sync_ns;
+  if (d->t->ngens == 0) {
+    d->t->first_gen = d->gen;
+    d->t->origin_mono_ns = d->sync_ns;
+    d->t->origin_wall_ns = d->sync_wall;
+  }
+  d->t->ngens++;
+  d->gen++;
+  reset_generation(d);
+  *pos = end_pos;
+  return 1;
+}
+
+static int tid_cmp(const void *a, const void *b) {
+  const pprt__trace_thread *x = a, *y = b;
+  return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+int pprt__trace_decode(const void *data, size_t len, unsigned flags, pprt__trace **out, char *err,
+                       size_t errlen) {
+  char dummy[1];
+  if (err == NULL || errlen == 0) {
+    err = dummy;
+    errlen = sizeof dummy;
+  }
+  err[0] = '\0';
+  *out = NULL;
+  dec d = {0};
+  d.data = data;
+  d.len = len;
+  d.flags = flags;
+  d.err = err;
+  d.errlen = errlen;
+  d.t = calloc(1, sizeof *d.t);
+  if (d.t == NULL)
+    return oom(&d, 0);
+  const uint8_t *p = data;
+  if (len > MAX_INPUT)
+    fail(&d, 0, -EFBIG, "trace of %zu bytes (at most %zu)", len, MAX_INPUT);
+  else if (len < PPRT__TRACE_HEADER_LEN)
+    fail(&d, len, -EINVAL, "file of %zu bytes is shorter than the %d-byte header", len,
+         PPRT__TRACE_HEADER_LEN);
+  else if (memcmp(p, PPRT__TRACE_MAGIC, PPRT__TRACE_MAGIC_LEN) != 0)
+    fail(&d, 0, -EINVAL, "not a pprt trace (bad magic)");
+  if (d.rc == 0) {
+    unsigned version = (unsigned)p[8] | (unsigned)p[9] << 8;
+    d.t->version = version;
+    if (version == 0)
+      fail(&d, 8, -EINVAL, "trace format version 0 does not exist");
+    else if (version > PPRT__TRACE_VERSION)
+      fail(&d, 8, -ENOTSUP,
+           "trace format version %u is newer than this reader (version %d): read it with a "
+           "newer pprt",
+           version, PPRT__TRACE_VERSION);
+    else if (p[10] != 0 || p[11] != 0)
+      fail(&d, 10, -EINVAL, "header flags %u are not defined in version %u",
+           (unsigned)p[10] | (unsigned)p[11] << 8, version);
+    else
+      for (int i = 12; i < 16; i++)
+        if (p[i] != 0) {
+          fail(&d, (size_t)i, -EINVAL, "reserved header byte is %u, not 0", p[i]);
+          break;
+        }
+  }
+  size_t pos = PPRT__TRACE_HEADER_LEN;
+  for (int first = 1; d.rc == 0; first = 0) {
+    int rc = decode_generation(&d, &pos, first);
+    if (rc != 1)
+      break;
+  }
+  reset_generation(&d);
+  free(d.strs);
+  free(d.stks);
+  free(d.tl);
+  pprt__table_free(&d.tl_index);
+  pprt__table_free(&d.thread_index);
+  if (d.rc != 0) {
+    pprt__trace_free(d.t);
+    return d.rc;
+  }
+  pprt__trace *t = d.t;
+  /* The origin: the earliest time in the file. */
+  int64_t origin = d.have_min ? d.min_ns : 0;
+  for (size_t i = 0; i < t->nevents; i++)
+    t->events[i].ts = (uint64_t)((int64_t)t->events[i].ts - origin);
+  for (size_t i = 0; i < t->nlost; i++)
+    t->lost[i].ts = (uint64_t)((int64_t)t->lost[i].ts - origin);
+  /* Unsigned: a malformed file's clocks may be anything; wrap, not UB. */
+  t->origin_wall_ns += (uint64_t)origin - t->origin_mono_ns;
+  t->origin_mono_ns = (uint64_t)origin;
+  if (t->nthreads > 1)
+    qsort(t->threads, t->nthreads, sizeof *t->threads, tid_cmp);
+  *out = t;
+  return 0;
+}
+
+/* ---- export ------------------------------------------------------------------------------ */
+
+/* Exported timestamps are shifted by this much so that the regions the
+ * exporter opens before a thread's first event never go below zero. */
+#define EXPORT_SHIFT_NS 1000u
+
+static const char BEGUN_BEFORE[] = "(begun before the trace)";
+
+typedef struct jout {
+  pprt_writer out;
+  char *buf;
+  size_t len, cap;
+  int err;
+  int first; /* no event written yet */
+} jout;
+
+static void jflush(jout *j) {
+  if (j->len && j->err == 0)
+    j->err = j->out.write(j->out.ctx, j->buf, j->len);
+  j->len = 0;
+}
+
+static void jput(jout *j, const char *s, size_t n) {
+  if (j->len + n > j->cap) {
+    jflush(j);
+    if (n > j->cap) {
+      if (j->err == 0)
+        j->err = j->out.write(j->out.ctx, s, n);
+      return;
+    }
+  }
+  memcpy(j->buf + j->len, s, n);
+  j->len += n;
+}
+
+static void jputs(jout *j, const char *s) {
+  jput(j, s, strlen(s));
+}
+
+static void jprintf(jout *j, const char *fmt, ...) {
+  char tmp[256];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n > 0)
+    jput(j, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* Length of the valid UTF-8 sequence at s (of at most n bytes), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  unsigned c = s[0];
+  size_t len;
+  unsigned min;
+  if (c >= 0xc2 && c <= 0xdf) {
+    len = 2;
+    min = 0x80;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    min = 0x800;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (n < len)
+    return 0;
+  unsigned cp = c & (0x7f >> len);
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+    cp = cp << 6 | (s[i] & 0x3f);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+    return 0;
+  return len;
+}
+
+/* A JSON string: escaped, and invalid UTF-8 replaced by U+FFFD, so that
+ * every parser takes it. */
+static void jstr(jout *j, const char *s, size_t n) {
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  if (s == NULL)
+    n = 0;
+  jput(j, "\"", 1);
+  size_t run = 0; /* bytes copied as they are, pending */
+  for (size_t i = 0; i < n;) {
+    unsigned c = p[i];
+    size_t k = 1;
+    const char *esc = NULL;
+    char tmp[8];
+    if (c == '"')
+      esc = "\\\"";
+    else if (c == '\\')
+      esc = "\\\\";
+    else if (c == '\n')
+      esc = "\\n";
+    else if (c == '\t')
+      esc = "\\t";
+    else if (c == '\r')
+      esc = "\\r";
+    else if (c < 0x20) {
+      snprintf(tmp, sizeof tmp, "\\u%04x", c);
+      esc = tmp;
+    } else if (c >= 0x80 && (k = utf8_seq(p + i, n - i)) == 0) {
+      esc = "\\ufffd";
+      k = 1;
+    }
+    if (esc) {
+      jput(j, (const char *)p + i - run, run);
+      run = 0;
+      jputs(j, esc);
+    } else {
+      run += k;
+    }
+    i += k;
+  }
+  jput(j, (const char *)p + n - run, run);
+  jput(j, "\"", 1);
+}
+
+/* Starts an event object: {"ph":..,"pid":..,"tid":.. */
+static void jmeta(jout *j, const pprt__trace *t, const char *ph, uint64_t tid) {
+  jputs(j, j->first ? "\n" : ",\n");
+  j->first = 0;
+  jprintf(j, "{\"ph\":\"%s\",\"pid\":%" PRIu64 ",\"tid\":%" PRIu64, ph, t->pid, tid);
+}
+
+/* The same with "ts": ts + adj nanoseconds after the origin, shifted, in
+ * microseconds. Decoded times are below 2^63 and adj is small. */
+static void jevent_at(jout *j, const pprt__trace *t, const char *ph, uint64_t ts, int64_t adj,
+                      uint64_t tid) {
+  jmeta(j, t, ph, tid);
+  uint64_t ns = ts + EXPORT_SHIFT_NS + (uint64_t)adj;
+  jprintf(j, ",\"ts\":%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+}
+
+static void jevent(jout *j, const pprt__trace *t, const char *ph, uint64_t ts, uint64_t tid) {
+  jevent_at(j, t, ph, ts, 0, tid);
+}
+
+static void jname(jout *j, const char *key, const pprt__trace_str *s) {
+  jprintf(j, ",\"%s\":", key);
+  jstr(j, s->s, s->len);
+}
+
+static void jstack(jout *j, const pprt__trace *t, int64_t idx) {
+  jputs(j, "\"stack\":[");
+  if (idx >= 0 && (size_t)idx < t->nstacks) {
+    const pprt__trace_stack *st = &t->stacks[idx];
+    for (size_t f = 0; f < st->n; f++) {
+      if (f)
+        jput(j, ",", 1);
+      if (st->names[f].s) {
+        jstr(j, st->names[f].s, st->names[f].len);
+      } else {
+        jprintf(j, "\"0x%" PRIx64 "\"", st->pcs[f]);
+      }
+    }
+  }
+  jputs(j, "]");
+}
+
+static void region_b(jout *j, const pprt__trace *t, uint64_t ts, int64_t adj, uint64_t tid,
+                     const pprt__trace_str *name, const char *ph) {
+  jevent_at(j, t, ph, ts, adj, tid);
+  jname(j, "name", name);
+  jputs(j, ",\"cat\":\"region\"}");
+}
+
+static void instant(jout *j, const pprt__trace *t, const pprt__trace_event *e, const char *name,
+                    const char *cat) {
+  jevent(j, t, "i", e->ts, e->tid);
+  jprintf(j, ",\"s\":\"t\",\"name\":\"%s\",\"cat\":\"%s\"", name, cat);
+}
+
+/* Tasks by id: their names, and whether the trace has their begin / end. */
+typedef struct task {
+  uint64_t id;
+  pprt__trace_str name;
+  int begun, ended;
+} task;
+
+typedef struct tasks {
+  task *v;
+  size_t n, cap;
+  pprt__table index;
+} tasks;
+
+struct task_key {
+  const tasks *ts;
+  uint64_t id;
+};
+
+static int task_eq(const void *ctx, uint32_t idx) {
+  const struct task_key *k = ctx;
+  return k->ts->v[idx].id == k->id;
+}
+
+static task *task_get(tasks *ts, uint64_t id) {
+  struct task_key k = {ts, id};
+  uint64_t h = pprt__hash_finish(id);
+  int64_t i = pprt__table_find(&ts->index, h, task_eq, &k);
+  if (i >= 0)
+    return &ts->v[i];
+  if (PPRT__RESERVE(ts->v, ts->cap, ts->n + 1) != 0 ||
+      pprt__table_intern(&ts->index, h, task_eq, &k, (uint32_t)ts->n) < 0)
+    return NULL;
+  task *tk = &ts->v[ts->n++];
+  memset(tk, 0, sizeof *tk);
+  tk->id = id;
+  return tk;
+}
+
+static const pprt__trace *sort_trace;
+
+/* Per thread, then by time, then in file order. */
+static int event_order(const void *a, const void *b) {
+  const pprt__trace_event *x = &sort_trace->events[*(const size_t *)a];
+  const pprt__trace_event *y = &sort_trace->events[*(const size_t *)b];
+  if (x->tid != y->tid)
+    return x->tid < y->tid ? -1 : 1;
+  if (x->ts != y->ts)
+    return x->ts < y->ts ? -1 : 1;
+  return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+/* Every event but regions (paired by the caller). */
+static void export_event(jout *j, const pprt__trace *t, const pprt__trace_event *e, tasks *tk) {
+  switch (e->type) {
+  case PPRT__EV_THREAD_START:
+    instant(j, t, e, "thread start", "thread");
+    jputs(j, "}");
+    break;
+  case PPRT__EV_THREAD_END:
+    instant(j, t, e, "thread end", "thread");
+    jputs(j, "}");
+    break;
+  case PPRT__EV_THREAD_NAME:
+    instant(j, t, e, "thread name", "thread");
+    jputs(j, ",\"args\":{\"name\":");
+    jstr(j, e->name.s, e->name.len);
+    jputs(j, "}}");
+    break;
+  case PPRT__EV_LOG:
+    jevent(j, t, "i", e->ts, e->tid);
+    jputs(j, ",\"s\":\"t\"");
+    jname(j, "name", &e->msg);
+    jname(j, "cat", &e->name);
+    jputs(j, ",\"args\":{\"category\":");
+    jstr(j, e->name.s, e->name.len);
+    jputs(j, "}}");
+    break;
+  case PPRT__EV_COUNTER:
+    jevent(j, t, "C", e->ts, e->tid);
+    jname(j, "name", &e->name);
+    jprintf(j, ",\"args\":{\"value\":%" PRId64 "}}", e->value);
+    break;
+  case PPRT__EV_TASK_BEGIN:
+  case PPRT__EV_TASK_END: {
+    task *k = task_get(tk, e->id);
+    pprt__trace_str begun = {BEGUN_BEFORE, sizeof BEGUN_BEFORE - 1};
+    const pprt__trace_str *name = e->type == PPRT__EV_TASK_BEGIN ? &e->name
+                                  : k && k->begun                ? &k->name
+                                                                 : &begun;
+    jevent(j, t, e->type == PPRT__EV_TASK_BEGIN ? "b" : "e", e->ts, e->emitter);
+    jname(j, "name", name);
+    jprintf(j, ",\"cat\":\"task\",\"id\":\"0x%" PRIx64 "\"}", e->id);
+    break;
+  }
+  case PPRT__EV_CPU_SAMPLE:
+    instant(j, t, e, "cpu sample", "cpu");
+    jprintf(j, ",\"args\":{\"count\":%" PRId64 ",", e->value);
+    jstack(j, t, e->stack);
+    jputs(j, "}}");
+    break;
+  case PPRT__EV_ALLOC_SAMPLE:
+    instant(j, t, e, "alloc sample", "heap");
+    jprintf(j, ",\"args\":{\"address\":\"0x%" PRIx64 "\",\"size\":%" PRId64 ",", e->id, e->value);
+    jstack(j, t, e->stack);
+    jputs(j, "}}");
+    break;
+  case PPRT__EV_FREE_SAMPLE:
+    instant(j, t, e, "free sample", "heap");
+    jprintf(j, ",\"args\":{\"address\":\"0x%" PRIx64 "\"}}", e->id);
+    break;
+  }
+}
+
+/* One thread's events (ix[0..n), sorted by time), its regions paired: see
+ * pprt__trace_export_json in trace.h for what happens to unpaired ones. */
+static int export_thread(jout *j, const pprt__trace *t, const size_t *ix, size_t n, tasks *tk) {
+  uint64_t tid = t->events[ix[0]].tid;
+  size_t depth = 0, unmatched = 0, maxdepth = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint8_t type = t->events[ix[i]].type;
+    if (type == PPRT__EV_REGION_BEGIN) {
+      if (++depth > maxdepth)
+        maxdepth = depth;
+    } else if (type == PPRT__EV_REGION_END) {
+      if (depth > 0)
+        depth--;
+      else
+        unmatched++;
+    }
+  }
+  size_t cap = unmatched + maxdepth;
+  const pprt__trace_str **stack = malloc((cap ? cap : 1) * sizeof *stack);
+  if (stack == NULL)
+    return -ENOMEM;
+  static const pprt__trace_str begun = {BEGUN_BEFORE, sizeof BEGUN_BEFORE - 1};
+  size_t sp = 0;
+  /* Regions begun before the trace open just before the thread's first
+   * event, 1 ns apart, outermost first; never below zero (they all have
+   * the same name, so a tie there changes nothing). */
+  uint64_t first = t->events[ix[0]].ts;
+  for (; sp < unmatched; sp++) {
+    stack[sp] = &begun;
+    uint64_t back = unmatched - sp;
+    if (back > first + EXPORT_SHIFT_NS)
+      back = first + EXPORT_SHIFT_NS;
+    region_b(j, t, first, -(int64_t)back, tid, &begun, "B");
+  }
+  for (size_t i = 0; i < n; i++) {
+    const pprt__trace_event *e = &t->events[ix[i]];
+    if (e->type == PPRT__EV_REGION_BEGIN) {
+      stack[sp++] = &e->name;
+      region_b(j, t, e->ts, 0, tid, &e->name, "B");
+    } else if (e->type == PPRT__EV_REGION_END) {
+      /* sp > 0: every end without a begin got one above. */
+      region_b(j, t, e->ts, 0, tid, stack[--sp], "E");
+    } else {
+      export_event(j, t, e, tk);
+    }
+  }
+  /* Regions still open close just after the thread's last event, innermost
+   * first, one nanosecond apart so that no two ends tie. */
+  uint64_t last = t->events[ix[n - 1]].ts;
+  for (int64_t k = 1; sp > 0; k++) {
+    sp--;
+    region_b(j, t, last, k, tid, stack[sp], "E");
+  }
+  free(stack);
+  return 0;
+}
+
+int pprt__trace_export_json(const pprt__trace *t, pprt_writer out) {
+  jout j = {out, malloc(65536), 0, 65536, 0, 1};
+  size_t *ix = malloc((t->nevents ? t->nevents : 1) * sizeof *ix);
+  tasks tk = {0};
+  if (j.buf == NULL || ix == NULL) {
+    free(j.buf);
+    free(ix);
+    return -ENOMEM;
+  }
+  int rc = 0;
+  jprintf(&j,
+          "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"pprt\","
+          "\"trace_format_version\":%u,\"generations\":%" PRIu64 ",\"origin_wall_ns\":%" PRIu64
+          "},\n\"traceEvents\":[",
+          t->version, t->ngens, t->origin_wall_ns);
+
+  jmeta(&j, t, "M", 0);
+  jprintf(&j, ",\"name\":\"process_name\",\"args\":{\"name\":\"pid %" PRIu64 "\"}}", t->pid);
+  for (size_t i = 0; i < t->nthreads; i++) {
+    if (t->threads[i].name.s == NULL)
+      continue;
+    jmeta(&j, t, "M", t->threads[i].tid);
+    jputs(&j, ",\"name\":\"thread_name\",\"args\":{\"name\":");
+    jstr(&j, t->threads[i].name.s, t->threads[i].name.len);
+    jputs(&j, "}}");
+  }
+
+  /* Which tasks have a begin and an end in the trace. */
+  uint64_t last_ts = 0;
+  for (size_t i = 0; i < t->nevents; i++) {
+    const pprt__trace_event *e = &t->events[i];
+    if (e->ts > last_ts)
+      last_ts = e->ts;
+    if (e->type != PPRT__EV_TASK_BEGIN && e->type != PPRT__EV_TASK_END)
+      continue;
+    task *k = task_get(&tk, e->id);
+    if (k == NULL) {
+      rc = -ENOMEM;
+      goto out;
+    }
+    if (e->type == PPRT__EV_TASK_BEGIN && !k->begun) {
+      k->begun = 1;
+      k->name = e->name;
+    } else if (e->type == PPRT__EV_TASK_END) {
+      k->ended = 1;
+    }
+  }
+  /* Tasks that end in the trace but began before it begin at its start. */
+  static const pprt__trace_str begun = {BEGUN_BEFORE, sizeof BEGUN_BEFORE - 1};
+  for (size_t i = 0; i < tk.n; i++)
+    if (!tk.v[i].begun) {
+      jevent(&j, t, "b", 0, 0);
+      jname(&j, "name", &begun);
+      jprintf(&j, ",\"cat\":\"task\",\"id\":\"0x%" PRIx64 "\"}", tk.v[i].id);
+    }
+
+  for (size_t i = 0; i < t->nevents; i++)
+    ix[i] = i;
+  sort_trace = t;
+  if (t->nevents > 1)
+    qsort(ix, t->nevents, sizeof *ix, event_order);
+  for (size_t i = 0; i < t->nevents && rc == 0;) {
+    size_t k = i;
+    while (k < t->nevents && t->events[ix[k]].tid == t->events[ix[i]].tid)
+      k++;
+    rc = export_thread(&j, t, ix + i, k - i, &tk);
+    i = k;
+  }
+
+  /* Tasks still running end at the end of the trace. */
+  for (size_t i = 0; i < tk.n && rc == 0; i++)
+    if (!tk.v[i].ended) {
+      jevent_at(&j, t, "e", last_ts, 1, 0);
+      jname(&j, "name", &tk.v[i].name);
+      jprintf(&j, ",\"cat\":\"task\",\"id\":\"0x%" PRIx64 "\"}", tk.v[i].id);
+    }
+  for (size_t i = 0; i < t->nlost && rc == 0; i++) {
+    jevent(&j, t, "i", t->lost[i].ts, t->lost[i].tid);
+    jprintf(&j,
+            ",\"s\":\"t\",\"name\":\"pprt: %" PRIu64 " events lost\",\"cat\":\"pprt\","
+            "\"args\":{\"lost\":%" PRIu64 ",\"generation\":%" PRIu64 "}}",
+            t->lost[i].count, t->lost[i].count, t->lost[i].gen);
+  }
+  jputs(&j, "\n]}\n");
+out:
+  jflush(&j);
+  if (rc == 0)
+    rc = j.err;
+  free(j.buf);
+  free(ix);
+  free(tk.v);
+  pprt__table_free(&tk.index);
+  return rc;
+}

@@ -1,0 +1,132 @@
+/* The CPU profiler running with a trace: its samples go into the trace too,
+ * on the sampled thread, with their stacks named and their own times.
+ * Real timers and signals, so like test_cpu it is not run under qemu. */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "core/platform.h"
+#include "core/trace.h"
+#include "core/trace_format.h"
+#include "pprt.h"
+#include "tests/trace_util.h"
+
+static atomic_int burning;
+static volatile uint64_t sink;
+
+__attribute__((noinline)) static void trace_burn_loop(void) {
+  uint64_t x = 1;
+  while (atomic_load_explicit(&burning, memory_order_relaxed))
+    for (int i = 0; i < 100000; i++)
+      x = x * 6364136223846793005u + 1442695040888963407u;
+  sink = x;
+}
+
+static void *burner(void *p) {
+  *(uint64_t *)p = pprt__os_thread_id();
+  pprt_region_begin("burn");
+  trace_burn_loop();
+  pprt_region_end();
+  return NULL;
+}
+
+static void test_cpu_samples_in_trace(void **state) {
+  (void)state;
+  membuf tr = {0}, prof = {0};
+  assert_int_equal(pprt_trace_start(NULL, mem_writer(&tr)), 0);
+  pprt_cpu_options o;
+  memset(&o, 0, sizeof o);
+  o.size = sizeof o;
+  o.hz = 250;
+  assert_int_equal(pprt_cpu_start(&o, mem_writer(&prof)), 0);
+  atomic_store(&burning, 1);
+  uint64_t tids[2];
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(pthread_create(&th[i], NULL, burner, &tids[i]), 0);
+  /* Sleeping, in steps: SIGPROF cuts a nanosleep short. */
+  uint64_t t0 = pprt__os_monotonic_ns();
+  while (pprt__os_monotonic_ns() - t0 < 600000000) {
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+  }
+  atomic_store(&burning, 0);
+  for (int i = 0; i < 2; i++)
+    pthread_join(th[i], NULL);
+  /* The profiler first: its reader hands the last samples to the trace. */
+  assert_int_equal(pprt_cpu_stop(), 0);
+  assert_int_equal(pprt_trace_stop(), 0);
+
+  pprt__trace *t = NULL;
+  char err[256];
+  if (pprt__trace_decode(tr.data, tr.len, 0, &t, err, sizeof err) != 0)
+    fail_msg("decode: %s", err);
+  size_t samples[2] = {0, 0}, named = 0;
+  uint64_t begin[2] = {0, 0}, end[2] = {0, 0};
+  for (size_t i = 0; i < t->nevents; i++) {
+    const pprt__trace_event *e = &t->events[i];
+    for (int k = 0; k < 2; k++)
+      if (e->emitter == tids[k] && e->type == PPRT__EV_REGION_BEGIN)
+        begin[k] = e->ts;
+      else if (e->emitter == tids[k] && e->type == PPRT__EV_REGION_END)
+        end[k] = e->ts;
+  }
+  for (size_t i = 0; i < t->nevents; i++) {
+    const pprt__trace_event *e = &t->events[i];
+    if (e->type != PPRT__EV_CPU_SAMPLE)
+      continue;
+    assert_true(e->emitter != e->tid); /* carried by the profiler's reader */
+    assert_true(e->value >= 1);
+    assert_true(e->stack >= 0);
+    const pprt__trace_stack *st = &t->stacks[e->stack];
+    for (int k = 0; k < 2; k++) {
+      if (e->tid != tids[k])
+        continue;
+      samples[k]++;
+      /* Its own time: inside the thread's region (give or take a tick). */
+      assert_true(e->ts + 10000000 >= begin[k] && e->ts <= end[k] + 10000000);
+      for (size_t f = 0; f < st->n; f++)
+        if (st->names[f].s && strstr(st->names[f].s, "trace_burn_loop"))
+          named++;
+    }
+  }
+  print_message("samples %zu + %zu, %zu in trace_burn_loop by name\n", samples[0], samples[1],
+                named);
+  /* 0.6 s at 250 Hz is ~150 per thread; leave room for a slow machine. */
+  assert_true(samples[0] >= 20 && samples[1] >= 20);
+  assert_true(named >= (samples[0] + samples[1]) / 2);
+
+  membuf j = {0};
+  assert_int_equal(pprt__trace_export_json(t, mem_writer(&j)), 0);
+  jdoc doc;
+  if (json_read((const char *)j.data, j.len, &doc) != 0)
+    fail_msg("export: %s", doc.err);
+  assert_null(json_check_nesting(&doc));
+  size_t inst = 0;
+  for (size_t i = 0; i < doc.n; i++)
+    if (slice_is(doc.ev[i].name, "cpu sample") && slice_has(doc.ev[i].args, "trace_burn_loop"))
+      inst++;
+  assert_true(inst >= named / 2);
+  json_free(&doc);
+  mem_free(&j);
+  pprt__trace_free(t);
+  mem_free(&tr);
+  mem_free(&prof);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cpu_samples_in_trace),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
