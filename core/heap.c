@@ -25,6 +25,7 @@
 #include "core/profile.h"
 #include "core/table.h"
 #include "core/thread.h"
+#include "core/trace.h"
 #include "core/unwind.h"
 #include "pprt.h"
 
@@ -243,6 +244,9 @@ static void record(void *ptr, size_t size, void *frame, enum pprt__heap_domain d
   uintptr_t here = (uintptr_t)__builtin_frame_address(0);
   size_t depth = pprt__unwind_frames((uintptr_t)frame, here, pprt__thread_self()->stack, pcs,
                                      MAX_STACK);
+  /* Into a running trace too (nothing happens when none runs). */
+  pprt__trace_alloc_sample(pprt__thread_id(), pprt__os_monotonic_ns(), (uint64_t)(uintptr_t)ptr,
+                           size, pcs, depth);
   pthread_mutex_lock(&g_lock);
   int64_t b = bucket_intern(pcs, depth, size);
   if (b >= 0 && block_insert(block_key(ptr, d), size, (uint32_t)b) == 0) {
@@ -293,9 +297,12 @@ void pprt__heap_forget(void *ptr, enum pprt__heap_domain d) {
   busy = 1;
   block bl;
   pthread_mutex_lock(&g_lock);
-  if (take_block(block_key(ptr, d), ptr, &bl))
+  int sampled = take_block(block_key(ptr, d), ptr, &bl);
+  if (sampled)
     g_buckets[bl.bucket].frees++;
   pthread_mutex_unlock(&g_lock);
+  if (sampled)
+    pprt__trace_free_sample(pprt__thread_id(), pprt__os_monotonic_ns(), (uint64_t)(uintptr_t)ptr);
   busy = 0;
 }
 
