@@ -445,6 +445,19 @@ static const char *signal_name(int sig) {
   }
 }
 
+/* Whether the program wrote path. The preload library creates its files
+ * when it starts and fills them at exit, so an empty one means the exit
+ * handlers never ran; it is removed, as it is not a profile. */
+static int written(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return 0;
+  if (st.st_size > 0)
+    return 1;
+  unlink(path);
+  return 0;
+}
+
 /* Set when any chosen output was written: then the exit handlers ran, and
  * a missing file means the preload library does not write that kind. */
 static int g_any_written;
@@ -469,7 +482,7 @@ static void why_missing(const char *what, int status) {
 static void summarize_cpu(const char *dir, int status) {
   char path[PATH_MAX + 16];
   snprintf(path, sizeof path, "%s/cpu.pb.gz", dir);
-  if (access(path, F_OK) != 0) {
+  if (!written(path)) {
     why_missing("CPU profile", status);
     list_children(dir, "cpu.pb.gz");
     return;
@@ -503,7 +516,7 @@ static void summarize_cpu(const char *dir, int status) {
 static void summarize_heap(const char *dir, int status) {
   char path[PATH_MAX + 16];
   snprintf(path, sizeof path, "%s/heap.pb.gz", dir);
-  if (access(path, F_OK) != 0) {
+  if (!written(path)) {
     why_missing("heap profile", status);
     if (g_any_written)
       fprintf(stderr, "    (it writes PPRT_HEAPPROFILE once it has the heap sampler, issue 5)\n");
@@ -526,7 +539,7 @@ static void summarize_trace(const char *dir, int status) {
   char path[PATH_MAX + 16];
   snprintf(path, sizeof path, "%s/trace.pprt", dir);
   struct stat st;
-  if (stat(path, &st) != 0) {
+  if (!written(path) || stat(path, &st) != 0) {
     why_missing("trace", status);
     if (g_any_written)
       fprintf(stderr, "    (it writes PPRT_TRACE once it has the trace encoder, issue 6)\n");
@@ -612,7 +625,8 @@ int cli_cmd_record(int argc, char **argv) {
     for (size_t i = 0; i < 3; i++) {
       char path[PATH_MAX + 16];
       snprintf(path, sizeof path, "%s/%s", dir, kOutputs[i]);
-      if (want[i] && access(path, F_OK) == 0)
+      struct stat st;
+      if (want[i] && stat(path, &st) == 0 && st.st_size > 0)
         g_any_written = 1;
     }
     if (o.cpu)

@@ -42,7 +42,7 @@ int cli_parse_view(int argc, char **argv, const char *cmd, const char *usage, co
   o->n = 20;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
-    int missing;
+    int missing = 0;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage, stdout);
       return CLI_OK;

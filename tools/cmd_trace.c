@@ -54,7 +54,7 @@ int cli_cmd_trace(int argc, char **argv) {
   const char *file = NULL, *outpath = NULL;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v;
-    int missing;
+    int missing = 0;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage, stdout);
       return CLI_OK;
