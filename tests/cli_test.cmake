@@ -4,6 +4,8 @@
 #             a program not found or not runnable; the summary
 #   views     top, collapse (its counts sum to the profile's total) and flame
 #             on a profile pprt record wrote
+#   heap      pprt record --heap on examples/demo: heap.pb.gz with Go's four
+#             sample types, its allocation sites named by top
 #   go        profiles from Go's runtime/pprof (a tiny Go program built here)
 #             read by top, collapse and flame
 #   chromium  the flame graph rendered by headless Chromium shows the
@@ -14,7 +16,7 @@
 #             this build has no trace decoder
 #
 # Inputs: -DMODE= -DPPRT= -DPRELOAD= -DBURN= -DVICTIM= -DWAIT= -DOUT=
-#         -DGO= -DGO_SRC= -DCHROMIUM=
+#         -DGO= -DGO_SRC= -DCHROMIUM= -DDEMO=
 cmake_minimum_required(VERSION 3.16)
 
 file(REMOVE_RECURSE ${OUT})
@@ -195,6 +197,36 @@ if(MODE STREQUAL "views")
   if(NOT EXISTS ${OUT}/r/cpu.html)
     message(FATAL_ERROR "pprt flame without -o: no cpu.html beside the profile")
   endif()
+  return()
+endif()
+
+# ---- heap ----------------------------------------------------------------------------
+if(MODE STREQUAL "heap")
+  run(r ${PPRT} record -o ${OUT}/h --heap --heap-rate 65536 -- ${DEMO} 0.5)
+  expect(r 0 "heap.pb.gz: in use at exit [^\n]*allocated [^\n]*one sample per 65536 bytes"
+         "pprt record --heap")
+  if(EXISTS ${OUT}/h/cpu.pb.gz OR EXISTS ${OUT}/h/trace.pprt OR r_err MATCHES "CPU samples|trace")
+    message(FATAL_ERROR "--heap alone wrote or mentioned other outputs:\n${r_err}")
+  endif()
+  foreach(site demo_make_records demo_make_matrix demo_make_strings)
+    if(NOT r_err MATCHES "${site}")
+      message(FATAL_ERROR "the summary's top allocation sites lack ${site}:\n${r_err}")
+    endif()
+  endforeach()
+  run(t ${PPRT} top ${OUT}/h/heap.pb.gz)
+  if(NOT t_rc EQUAL 0 OR NOT t_out MATCHES "Type: inuse_space \\(bytes\\)"
+     OR NOT t_out MATCHES "demo_make_records")
+    message(FATAL_ERROR "pprt top heap.pb.gz: want inuse_space, demo_make_records:\n${t_out}")
+  endif()
+  foreach(type alloc_objects alloc_space inuse_objects inuse_space)
+    run(c ${PPRT} collapse --sample-index ${type} ${OUT}/h/heap.pb.gz)
+    sum_folded(sum "${c_out}")
+    run(t ${PPRT} top --sample-index ${type} ${OUT}/h/heap.pb.gz)
+    if(NOT c_rc EQUAL 0 OR NOT t_rc EQUAL 0 OR sum EQUAL 0)
+      message(FATAL_ERROR "heap ${type}: collapse or top failed:\n${c_err}${t_err}")
+    endif()
+  endforeach()
+  message(STATUS "heap: record --heap, top and collapse on all four sample types")
   return()
 endif()
 

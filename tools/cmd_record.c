@@ -513,13 +513,25 @@ static void summarize_cpu(const char *dir, int status) {
   cli_profile_free(&cp);
 }
 
+/* The total of one sample type, formatted; "?" when the profile has none. */
+static void type_total(const cli_profile *cp, const char *type, char *buf, size_t len) {
+  long i = value_index(cp->p, type);
+  int64_t t = 0;
+  if (i < 0) {
+    snprintf(buf, len, "?");
+    return;
+  }
+  for (size_t k = 0; k < cp->p->n_sample; k++)
+    t += cp->p->sample[k]->value[i];
+  cli_format_value(buf, len, t, cli_str(cp->p, cp->p->sample_type[i]->unit));
+}
+
 static void summarize_heap(const char *dir, int status) {
   char path[PATH_MAX + 16];
   snprintf(path, sizeof path, "%s/heap.pb.gz", dir);
   if (!written(path)) {
     why_missing("heap profile", status);
-    if (g_any_written)
-      fprintf(stderr, "    (it writes PPRT_HEAPPROFILE once it has the heap sampler, issue 5)\n");
+    list_children(dir, "heap.pb.gz");
     return;
   }
   cli_profile cp;
@@ -527,9 +539,21 @@ static void summarize_heap(const char *dir, int status) {
     cli_profile_free(&cp);
     return;
   }
-  char total[64];
-  cli_format_value(total, sizeof total, cli_profile_total(&cp), cp.unit);
-  fprintf(stderr, "  %s: %s %s\n", path, total, cp.type);
+  char in_b[64], in_n[64], all_b[64], all_n[64];
+  type_total(&cp, "inuse_space", in_b, sizeof in_b);
+  type_total(&cp, "inuse_objects", in_n, sizeof in_n);
+  type_total(&cp, "alloc_space", all_b, sizeof all_b);
+  type_total(&cp, "alloc_objects", all_n, sizeof all_n);
+  double rate = 0;
+  fprintf(stderr, "  %s: in use at exit %s (%s objects), allocated %s (%s objects)", path, in_b,
+          in_n, all_b, all_n);
+  if (comment_number(cp.p, "one sample per", &rate) == 0)
+    fprintf(stderr, ", one sample per %.0f bytes", rate);
+  fputc('\n', stderr);
+  /* Where the memory was allocated says more than what was left at exit. */
+  if (value_index(cp.p, "alloc_space") >= 0)
+    cli_profile_select(&cp, "record", "alloc_space");
+  fprintf(stderr, "  top allocation sites by %s:\n", cp.type);
   cli_print_top(stderr, &cp, 5, 0, 0);
   list_children(dir, "heap.pb.gz");
   cli_profile_free(&cp);
