@@ -125,6 +125,25 @@ if(MODE STREQUAL "record")
   expect(n 126 "^pprt record: [^\n]*/notexec: cannot run it: Permission denied\n$" "no x bit")
   message(STATUS "not found: 127, not executable: 126, one line each")
 
+  # On a terminal: the live status line, rewritten in place, then cleared.
+  # util-linux's script(1) gives pprt a pseudo-terminal.
+  find_program(SCRIPT script)
+  if(SCRIPT)
+    run(v ${SCRIPT} --version)
+  endif()
+  if(SCRIPT AND v_out MATCHES "util-linux")
+    run(y ${SCRIPT} -qec "${PPRT} record -o ${OUT}/y --cpu -- ${BURN} 0.5 0" /dev/null)
+    string(ASCII 27 esc)
+    set(status_re "\rpprt record: [0-9.]+ s elapsed, [0-9.]+ s CPU \\(pid [0-9]+\\)${esc}\\[K")
+    if(NOT y_out MATCHES "${status_re}"
+       OR NOT y_out MATCHES "\r${esc}\\[Kpprt record: [^\n]*exited with status 0")
+      message(FATAL_ERROR "no live status line on a terminal:\n${y_out}")
+    endif()
+    message(STATUS "terminal: live status line shown and cleared")
+  else()
+    message(STATUS "util-linux script(1) not found: live status line not checked")
+  endif()
+
   # Only the outputs chosen; -q says nothing.
   run(q ${PPRT} record -q -o ${OUT}/q --cpu -- ${VICTIM} exit 0)
   expect(q 0 "^$" "-q")

@@ -358,9 +358,12 @@ static int cmp_row(const void *x, const void *y) {
   int64_t ka = g_sort_cum ? a->cum : a->flat, kb = g_sort_cum ? b->cum : b->flat;
   if (ka != kb)
     return ka > kb ? -1 : 1;
-  int64_t ca = g_sort_cum ? a->flat : a->cum, cb = g_sort_cum ? b->flat : b->cum;
-  if (ca != cb)
-    return ca > cb ? -1 : 1;
+  /* Ties: by cum, callers (less flat) first, as they sit above their
+   * callees; by flat, the larger cum first. */
+  if (g_sort_cum && a->flat != b->flat)
+    return a->flat < b->flat ? -1 : 1;
+  if (!g_sort_cum && a->cum != b->cum)
+    return a->cum > b->cum ? -1 : 1;
   return strcmp(g_sort_cp->names[a->name], g_sort_cp->names[b->name]);
 }
 
