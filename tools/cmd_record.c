@@ -645,20 +645,23 @@ int cli_cmd_record(int argc, char **argv) {
     else
       fprintf(stderr, "pprt record: %s exited with status %d after %.2f s (%.2f s CPU)\n",
               o.argv[0], WEXITSTATUS(status), wall, cpu);
+    /* Paths as the user gave them (pprt never changes directory); the
+     * program got absolute ones, as it may. */
+    const char *shown = o.dir;
     const int want[] = {o.cpu, o.heap, o.trace};
     for (size_t i = 0; i < 3; i++) {
       char path[PATH_MAX + 16];
-      snprintf(path, sizeof path, "%s/%s", dir, kOutputs[i]);
+      snprintf(path, sizeof path, "%s/%s", shown, kOutputs[i]);
       struct stat st;
       if (want[i] && stat(path, &st) == 0 && st.st_size > 0)
         g_any_written = 1;
     }
     if (o.cpu)
-      summarize_cpu(dir, status);
+      summarize_cpu(shown, status);
     if (o.heap)
-      summarize_heap(dir, status);
+      summarize_heap(shown, status);
     if (o.trace)
-      summarize_trace(dir, status);
+      summarize_trace(shown, status);
   }
   return exit_like(status);
 }
