@@ -332,12 +332,25 @@ if(MODE STREQUAL "chromium")
   if(NOT d_out MATCHES "data-frames=\"[1-9]")
     message(FATAL_ERROR "the rendered page did not record its frame count")
   endif()
+  # Search and zoom, set through the URL's fragment: the matching frame is
+  # marked and the total matched shown; zoomed, burn_hot_inner fills the
+  # width under its callers, which are drawn faded above it.
+  run(d ${CHROMIUM} ${flags} --dump-dom "file://${OUT}/flame.html#search=hot_inn")
+  if(NOT d_out MATCHES "<div class=\"fr match\"[^>]*>burn_hot_inner</div>"
+     OR NOT d_out MATCHES "Matched: [0-9.]+m?s \\([0-9.]+% of view\\)")
+    message(FATAL_ERROR "search for hot_inn: no marked frame or no matched total:\n${d_out}")
+  endif()
+  run(d ${CHROMIUM} ${flags} --dump-dom "file://${OUT}/flame.html#zoom=burn_hot_inner")
+  if(NOT d_out MATCHES "<div class=\"fr\"[^>]*width: 100%[^>]*>burn_hot_inner</div>"
+     OR NOT d_out MATCHES "<div class=\"fr anc\"[^>]*>worker</div>")
+    message(FATAL_ERROR "zoom to burn_hot_inner: not full width under faded callers:\n${d_out}")
+  endif()
   run(s ${CHROMIUM} ${flags} --window-size=1200,600 --screenshot=${OUT}/flame.png
       file://${OUT}/flame.html)
   if(NOT EXISTS ${OUT}/flame.png)
     message(FATAL_ERROR "chromium --screenshot wrote nothing:\n${s_err}")
   endif()
-  message(STATUS "headless Chromium drew burn_hot_inner; screenshot ${OUT}/flame.png")
+  message(STATUS "headless Chromium drew burn_hot_inner, searched and zoomed; screenshot ${OUT}/flame.png")
   return()
 endif()
 
