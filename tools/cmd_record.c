@@ -289,6 +289,9 @@ static int set_env(const record_opts *o, const char *dir, const char *preload) {
 /* ---- running and waiting ---------------------------------------------------------- */
 
 static volatile sig_atomic_t g_child;
+/* SIGINT and SIGQUIT as pprt found them: the program gets them back (a
+ * program started in the background with them ignored keeps them so). */
+static struct sigaction g_old_int, g_old_quit;
 
 /* A SIGTERM or SIGHUP meant for pprt goes to the program, which decides
  * what to do with it; pprt waits to write the summary. */
@@ -317,10 +320,8 @@ static int spawn(char **argv, pid_t *pid) {
     return cli_error(CLI_ERECORD, "record", "fork: %s", strerror(errno));
   if (p == 0) {
     close(fds[0]);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGQUIT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
+    sigaction(SIGINT, &g_old_int, NULL);
+    sigaction(SIGQUIT, &g_old_quit, NULL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -614,8 +615,11 @@ int cli_cmd_record(int argc, char **argv) {
 
   /* The terminal's ^C and ^\ reach the program directly; pprt stays to
    * summarise whatever the program does with them. */
-  signal(SIGINT, SIG_IGN);
-  signal(SIGQUIT, SIG_IGN);
+  struct sigaction ign;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ign, &g_old_int);
+  sigaction(SIGQUIT, &ign, &g_old_quit);
   double start = now_s();
   pid_t pid = -1;
   rc = spawn(o.argv, &pid);
