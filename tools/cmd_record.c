@@ -322,9 +322,6 @@ static int spawn(char **argv, pid_t *pid) {
     close(fds[0]);
     sigaction(SIGINT, &g_old_int, NULL);
     sigaction(SIGQUIT, &g_old_quit, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
     execvp(argv[0], argv);
     int e = errno;
     ssize_t w = write(fds[1], &e, sizeof e);
