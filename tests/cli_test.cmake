@@ -1,0 +1,470 @@
+# End-to-end tests of the pprt command on real outputs, one area per MODE:
+#
+#   record    exit statuses and signals pass through; fork + exec; _exit;
+#             a program not found or not runnable; the summary
+#   views     top, collapse (its counts sum to the profile's total) and flame
+#             on a profile pprt record wrote
+#   heap      pprt record --heap on examples/demo: heap.pb.gz with Go's four
+#             sample types, its allocation sites named by top
+#   go        profiles from Go's runtime/pprof (a tiny Go program built here)
+#             read by top, collapse and flame
+#   chromium  the flame graph rendered by headless Chromium shows the
+#             hottest function
+#   badinput  every bad input and bad usage: the one-line message and the
+#             exit code
+#   trace     trace check / export on a missing file, and on a file while
+#             this build has no trace decoder
+#
+# Inputs: -DMODE= -DPPRT= -DPRELOAD= -DBURN= -DVICTIM= -DWAIT= -DOUT=
+#         -DGO= -DGO_SRC= -DCHROMIUM= -DDEMO=
+cmake_minimum_required(VERSION 3.16)
+
+file(REMOVE_RECURSE ${OUT})
+file(MAKE_DIRECTORY ${OUT})
+
+# run(<var> cmd...): <var>_rc, <var>_out, <var>_err
+function(run var)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+                  TIMEOUT 120)
+  set(${var}_rc "${rc}" PARENT_SCOPE)
+  set(${var}_out "${out}" PARENT_SCOPE)
+  set(${var}_err "${err}" PARENT_SCOPE)
+endfunction()
+
+# expect(<var> <exit code> <stderr regex> [what]): a command's exit code and message.
+function(expect var code regex)
+  if(NOT "${${var}_rc}" STREQUAL "${code}" OR NOT "${${var}_err}" MATCHES "${regex}")
+    message(FATAL_ERROR "${ARGN}: exit ${${var}_rc} (want ${code}), stderr:\n${${var}_err}\n"
+                        "want it to match: ${regex}\nstdout:\n${${var}_out}")
+  endif()
+endfunction()
+
+# sum_folded(<var> <text>): the sum of the numbers ending each folded line.
+function(sum_folded var text)
+  string(REGEX MATCHALL " [0-9]+\n" nums "${text}")
+  set(sum 0)
+  foreach(n ${nums})
+    string(STRIP "${n}" n)
+    math(EXPR sum "${sum} + ${n}")
+  endforeach()
+  set(${var} ${sum} PARENT_SCOPE)
+endfunction()
+
+# A CPU profile of cpu_burn at 250 Hz (period 4 ms), for the modes that read one.
+function(record_burn dir)
+  run(r ${PPRT} record -o ${dir} --cpu --hz 250 -- ${BURN} 0.6 0)
+  expect(r 0 "CPU samples" "pprt record cpu_burn")
+  if(NOT EXISTS ${dir}/cpu.pb.gz)
+    message(FATAL_ERROR "pprt record wrote no ${dir}/cpu.pb.gz:\n${r_err}")
+  endif()
+endfunction()
+
+# ---- record --------------------------------------------------------------------------
+if(MODE STREQUAL "record")
+  # Exit status, a child exec'd by the program (its own file), the summary.
+  run(a ${PPRT} record -o ${OUT}/a --hz 250 -- ${BURN} 1 3 ${BURN})
+  expect(a 3 "exited with status 3" "exit status of a fork+exec program")
+  foreach(want "CPU samples" "0 lost" "effective rate [0-9.]+ samples per CPU-second"
+          "burn_hot_inner" "from processes it started: cpu.pb.gz.[0-9]+")
+    if(NOT a_err MATCHES "${want}")
+      message(FATAL_ERROR "summary lacks '${want}':\n${a_err}")
+    endif()
+  endforeach()
+  file(GLOB kids ${OUT}/a/cpu.pb.gz.*)
+  list(LENGTH kids nkids)
+  if(NOT EXISTS ${OUT}/a/cpu.pb.gz OR NOT nkids EQUAL 1)
+    message(FATAL_ERROR "want cpu.pb.gz and one cpu.pb.gz.<pid>, have: ${kids}")
+  endif()
+  run(t ${PPRT} top ${kids})
+  expect(t 0 "" "pprt top on the child's profile")
+  if(NOT t_out MATCHES "burn_hot_inner")
+    message(FATAL_ERROR "the child's profile does not name burn_hot_inner:\n${t_out}")
+  endif()
+  message(STATUS "fork+exec: exit 3 kept, child profile ${kids}")
+
+  # The summary's sample count is the profile's, as collapse sums it.
+  string(REGEX MATCH "([0-9]+) CPU samples" m "${a_err}")
+  set(summary_samples ${CMAKE_MATCH_1})
+  run(c ${PPRT} collapse --sample-index samples ${OUT}/a/cpu.pb.gz)
+  sum_folded(folded "${c_out}")
+  if(NOT folded EQUAL summary_samples)
+    message(FATAL_ERROR "summary says ${summary_samples} samples, collapse sums ${folded}")
+  endif()
+
+  # Exit statuses and the ways a program can end.
+  run(e ${PPRT} record -o ${OUT}/e --cpu -- ${VICTIM} exit 5)
+  expect(e 5 "exited with status 5.*victim_burn" "exit 5")
+  run(x ${PPRT} record -o ${OUT}/x --cpu -- ${VICTIM} _exit 7)
+  expect(x 7 "no CPU profile: the program exited without running exit handlers \\(_exit"
+         "_exit(7)")
+  if(EXISTS ${OUT}/x/cpu.pb.gz)
+    message(FATAL_ERROR "_exit: a profile appeared, yet the destructor cannot have run")
+  endif()
+  run(s ${WAIT} ${PPRT} record -o ${OUT}/s --cpu -- ${VICTIM} term)
+  expect(s 0 "killed by SIGTERM \\(15\\).*no CPU profile: the program was killed by SIGTERM"
+         "SIGTERM")
+  if(NOT s_out STREQUAL "signal 15\n")
+    message(FATAL_ERROR "SIGTERM: pprt record ended with '${s_out}', want 'signal 15'")
+  endif()
+  run(b ${WAIT} ${PPRT} record -o ${OUT}/b --cpu -- ${VICTIM} abort)
+  expect(b 0 "killed by SIGABRT \\(6\\)" "abort")
+  if(NOT b_out STREQUAL "signal 6\n")
+    message(FATAL_ERROR "abort: pprt record ended with '${b_out}', want 'signal 6'")
+  endif()
+  run(h ${PPRT} record -o ${OUT}/h --cpu -- ${VICTIM} trapterm)
+  expect(h 0 "victim_burn" "a program that handles SIGTERM and exits")
+  message(STATUS "exit 5, _exit 7 (no profile, said so), SIGTERM and SIGABRT re-raised")
+
+  # Programs that cannot be run.
+  run(n ${PPRT} record -o ${OUT}/n -- pprt-no-such-program)
+  expect(n 127 "^pprt record: pprt-no-such-program: command not found\n$" "not on PATH")
+  run(n ${PPRT} record -o ${OUT}/n -- ${OUT}/no/such/program)
+  expect(n 127 "^pprt record: [^\n]*/no/such/program: no such file\n$" "no such path")
+  file(WRITE ${OUT}/notexec "not a program\n")
+  run(n ${PPRT} record -o ${OUT}/n -- ${OUT}/notexec)
+  expect(n 126 "^pprt record: [^\n]*/notexec: cannot run it: Permission denied\n$" "no x bit")
+  message(STATUS "not found: 127, not executable: 126, one line each")
+
+  # On a terminal: the live status line, rewritten in place, then cleared.
+  # util-linux's script(1) gives pprt a pseudo-terminal.
+  find_program(SCRIPT script)
+  if(SCRIPT)
+    run(v ${SCRIPT} --version)
+  endif()
+  if(SCRIPT AND v_out MATCHES "util-linux")
+    run(y ${SCRIPT} -qec "${PPRT} record -o ${OUT}/y --cpu -- ${BURN} 0.5 0" /dev/null)
+    string(ASCII 27 esc)
+    set(status_re "\rpprt record: [0-9.]+ s elapsed, [0-9.]+ s CPU \\(pid [0-9]+\\)${esc}\\[K")
+    if(NOT y_out MATCHES "${status_re}"
+       OR NOT y_out MATCHES "\r${esc}\\[Kpprt record: [^\n]*exited with status 0")
+      message(FATAL_ERROR "no live status line on a terminal:\n${y_out}")
+    endif()
+    message(STATUS "terminal: live status line shown and cleared")
+  else()
+    message(STATUS "util-linux script(1) not found: live status line not checked")
+  endif()
+
+  # Only the outputs chosen; -q says nothing.
+  run(q ${PPRT} record -q -o ${OUT}/q --cpu -- ${VICTIM} exit 0)
+  expect(q 0 "^$" "-q")
+  if(NOT EXISTS ${OUT}/q/cpu.pb.gz)
+    message(FATAL_ERROR "--cpu -q: no cpu.pb.gz")
+  endif()
+  run(q ${PPRT} record -o ${OUT}/q --cpu -- ${VICTIM} exit 0)
+  if(q_err MATCHES "heap|trace")
+    message(FATAL_ERROR "--cpu alone mentions other outputs:\n${q_err}")
+  endif()
+  return()
+endif()
+
+# ---- views ---------------------------------------------------------------------------
+if(MODE STREQUAL "views")
+  record_burn(${OUT}/r)
+  set(prof ${OUT}/r/cpu.pb.gz)
+  run(t ${PPRT} top ${prof})
+  expect(t 0 "^$" "pprt top")
+  foreach(want "Type: cpu \\(nanoseconds\\)" "Duration: " "flat +flat% +sum% +cum +cum%"
+          "burn_hot_inner" "worker")
+    if(NOT t_out MATCHES "${want}")
+      message(FATAL_ERROR "pprt top lacks '${want}':\n${t_out}")
+    endif()
+  endforeach()
+  # The hottest function is the first row, flat; --cum puts a root first.
+  string(REGEX MATCH "name\n[^\n]*" first "${t_out}")
+  if(NOT first MATCHES "burn_hot_inner$")
+    message(FATAL_ERROR "top row is not burn_hot_inner:\n${t_out}")
+  endif()
+  run(t ${PPRT} top --cum -n 1 ${prof})
+  string(REGEX MATCH "name\n[^\n]*" first "${t_out}")
+  if(NOT first MATCHES "100.00%  [^\n]+$" OR first MATCHES "burn_hot_inner")
+    message(FATAL_ERROR "top --cum -n 1: want a 100% root row:\n${t_out}")
+  endif()
+
+  # collapse: root first, counts summing to the total of the chosen type.
+  run(t ${PPRT} top --sample-index samples ${prof})
+  string(REGEX MATCH "Total samples = ([0-9]+)" m "${t_out}")
+  set(total ${CMAKE_MATCH_1})
+  run(c ${PPRT} collapse --sample-index samples ${prof})
+  expect(c 0 "^$" "pprt collapse")
+  if(NOT c_out MATCHES "(^|\n)[^\n]*worker;[^\n]*burn_hot_inner [0-9]+\n")
+    message(FATAL_ERROR "collapse: no root-first stack ending in burn_hot_inner:\n${c_out}")
+  endif()
+  sum_folded(samples "${c_out}")
+  if(NOT samples EQUAL total OR samples EQUAL 0)
+    message(FATAL_ERROR "collapse samples sum to ${samples}, top says ${total}")
+  endif()
+  run(c ${PPRT} collapse ${prof} -o ${OUT}/cpu.folded)
+  file(READ ${OUT}/cpu.folded folded)
+  sum_folded(cpu "${folded}")
+  math(EXPR want "${total} * 4000000")
+  if(NOT cpu EQUAL want)
+    message(FATAL_ERROR "collapse cpu sums to ${cpu} ns, want ${total} samples x 4 ms = ${want}")
+  endif()
+  message(STATUS "collapse: ${total} samples, ${cpu} ns, as the profile's totals")
+
+  # flame: a page with the data and no reference to anything outside it.
+  run(f ${PPRT} flame ${prof} -o ${OUT}/flame.html)
+  expect(f 0 "wrote [^\n]*flame.html" "pprt flame")
+  file(READ ${OUT}/flame.html html)
+  if(NOT html MATCHES "burn_hot_inner" OR NOT html MATCHES "<script")
+    message(FATAL_ERROR "flame.html lacks the data or the script")
+  endif()
+  if(html MATCHES "(src|href)=\"(https?:)?//" OR html MATCHES "@PPRT_")
+    message(FATAL_ERROR "flame.html refers to the network or has an unfilled marker")
+  endif()
+  run(f ${PPRT} flame ${prof})
+  if(NOT EXISTS ${OUT}/r/cpu.html)
+    message(FATAL_ERROR "pprt flame without -o: no cpu.html beside the profile")
+  endif()
+  return()
+endif()
+
+# ---- heap ----------------------------------------------------------------------------
+if(MODE STREQUAL "heap")
+  run(r ${PPRT} record -o ${OUT}/h --heap --heap-rate 65536 -- ${DEMO} 0.5)
+  expect(r 0 "heap.pb.gz: in use at exit [^\n]*allocated [^\n]*one sample per 65536 bytes"
+         "pprt record --heap")
+  if(EXISTS ${OUT}/h/cpu.pb.gz OR EXISTS ${OUT}/h/trace.pprt OR r_err MATCHES "CPU samples|trace")
+    message(FATAL_ERROR "--heap alone wrote or mentioned other outputs:\n${r_err}")
+  endif()
+  foreach(site demo_make_records demo_make_matrix demo_make_strings)
+    if(NOT r_err MATCHES "${site}")
+      message(FATAL_ERROR "the summary's top allocation sites lack ${site}:\n${r_err}")
+    endif()
+  endforeach()
+  run(t ${PPRT} top ${OUT}/h/heap.pb.gz)
+  if(NOT t_rc EQUAL 0 OR NOT t_out MATCHES "Type: inuse_space \\(bytes\\)"
+     OR NOT t_out MATCHES "demo_make_records")
+    message(FATAL_ERROR "pprt top heap.pb.gz: want inuse_space, demo_make_records:\n${t_out}")
+  endif()
+  foreach(type alloc_objects alloc_space inuse_objects inuse_space)
+    run(c ${PPRT} collapse --sample-index ${type} ${OUT}/h/heap.pb.gz)
+    sum_folded(sum "${c_out}")
+    run(t ${PPRT} top --sample-index ${type} ${OUT}/h/heap.pb.gz)
+    if(NOT c_rc EQUAL 0 OR NOT t_rc EQUAL 0 OR sum EQUAL 0)
+      message(FATAL_ERROR "heap ${type}: collapse or top failed:\n${c_err}${t_err}")
+    endif()
+  endforeach()
+  message(STATUS "heap: record --heap, top and collapse on all four sample types")
+  return()
+endif()
+
+# ---- go ------------------------------------------------------------------------------
+if(MODE STREQUAL "go")
+  if(NOT GO)
+    message("SKIP: go not found (ci/test installs golang-go); Go's profiles not checked")
+    return()
+  endif()
+  # No module downloads and no toolchain switch: the program uses only the
+  # standard library and its go.mod requires nothing.
+  set(goenv GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod CGO_ENABLED=0
+      GOCACHE=${OUT}/gocache GOPATH=${OUT}/gopath)
+  run(g ${CMAKE_COMMAND} -E env ${goenv} ${GO} -C ${GO_SRC} build -o ${OUT}/gopprof .)
+  if(NOT g_rc EQUAL 0)
+    # go before 1.20 has no -C.
+    execute_process(COMMAND ${CMAKE_COMMAND} -E env ${goenv} ${GO} build -o ${OUT}/gopprof .
+                    WORKING_DIRECTORY ${GO_SRC} RESULT_VARIABLE rc ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "go build of the pprof writer failed: ${g_err}\n${err}")
+    endif()
+  endif()
+  run(g ${OUT}/gopprof ${OUT})
+  if(NOT g_rc EQUAL 0)
+    message(FATAL_ERROR "gopprof failed: ${g_err}")
+  endif()
+  run(t ${PPRT} top ${OUT}/go-cpu.pprof)
+  expect(t 0 "^$" "pprt top on Go's CPU profile")
+  string(REGEX MATCH "name\n[^\n]*" first "${t_out}")
+  if(NOT t_out MATCHES "Type: cpu \\(nanoseconds\\)" OR NOT first MATCHES "main.goBurnHot$"
+     OR NOT t_out MATCHES "main.main")
+    message(FATAL_ERROR "Go CPU profile: want type cpu and main.goBurnHot first:\n${t_out}")
+  endif()
+  run(t ${PPRT} top --sample-index samples ${OUT}/go-cpu.pprof)
+  string(REGEX MATCH "Total samples = ([0-9]+)" m "${t_out}")
+  set(total ${CMAKE_MATCH_1})
+  run(c ${PPRT} collapse --sample-index samples ${OUT}/go-cpu.pprof)
+  sum_folded(sum "${c_out}")
+  if(NOT sum EQUAL total OR total EQUAL 0)
+    message(FATAL_ERROR "Go CPU profile: collapse sums ${sum}, top says ${total}")
+  endif()
+  # The heap profile: Go's four sample types; no default type, so the last
+  # (inuse_space) is shown, and any other by name.
+  run(t ${PPRT} top ${OUT}/go-heap.pprof)
+  expect(t 0 "^$" "pprt top on Go's heap profile")
+  if(NOT t_out MATCHES "Type: inuse_space \\(bytes\\)" OR NOT t_out MATCHES "main.goAllocSite")
+    message(FATAL_ERROR "Go heap profile: want inuse_space and main.goAllocSite:\n${t_out}")
+  endif()
+  foreach(type alloc_objects alloc_space inuse_objects)
+    run(t ${PPRT} top --sample-index ${type} ${OUT}/go-heap.pprof)
+    if(NOT t_rc EQUAL 0 OR NOT t_out MATCHES "Type: ${type}" OR NOT t_out MATCHES "goAllocSite")
+      message(FATAL_ERROR "Go heap profile, ${type}:\n${t_out}${t_err}")
+    endif()
+  endforeach()
+  run(f ${PPRT} flame --sample-index alloc_space ${OUT}/go-heap.pprof -o ${OUT}/go-heap.html)
+  expect(f 0 "wrote" "pprt flame on Go's heap profile")
+  message(STATUS "Go's runtime/pprof CPU and heap profiles read: goBurnHot, goAllocSite")
+  return()
+endif()
+
+# ---- chromium ------------------------------------------------------------------------
+if(MODE STREQUAL "chromium")
+  if(NOT CHROMIUM)
+    message("SKIP: chromium not found (Debian: apt-get install chromium); flame graph not rendered")
+    return()
+  endif()
+  record_burn(${OUT}/r)
+  run(f ${PPRT} flame ${OUT}/r/cpu.pb.gz -o ${OUT}/flame.html)
+  expect(f 0 "wrote" "pprt flame")
+  # No network, no profile of the user's: a fresh profile directory and
+  # every background service off.
+  set(flags --headless --no-sandbox --disable-gpu --disable-background-networking
+      --disable-component-update --disable-sync --no-first-run --disable-extensions
+      --user-data-dir=${OUT}/chromium-profile)
+  run(d ${CHROMIUM} ${flags} --dump-dom file://${OUT}/flame.html)
+  if(NOT d_rc EQUAL 0)
+    message(FATAL_ERROR "chromium --dump-dom failed (${d_rc}):\n${d_err}")
+  endif()
+  # The names are in the data as JSON too; only a frame the script drew is
+  # a div of class "fr" with the name as its text.
+  if(NOT d_out MATCHES "<div class=\"fr[^\"]*\"[^>]*>burn_hot_inner</div>")
+    message(FATAL_ERROR "the rendered page has no frame burn_hot_inner:\n${d_out}")
+  endif()
+  if(NOT d_out MATCHES "data-frames=\"[1-9]")
+    message(FATAL_ERROR "the rendered page did not record its frame count")
+  endif()
+  # Search and zoom, set through the URL's fragment: the matching frame is
+  # marked and the total matched shown; zoomed, burn_hot_inner fills the
+  # width under its callers, which are drawn faded above it.
+  run(d ${CHROMIUM} ${flags} --dump-dom "file://${OUT}/flame.html#search=hot_inn")
+  if(NOT d_out MATCHES "<div class=\"fr match\"[^>]*>burn_hot_inner</div>"
+     OR NOT d_out MATCHES "Matched: [0-9.]+m?s \\([0-9.]+% of view\\)")
+    message(FATAL_ERROR "search for hot_inn: no marked frame or no matched total:\n${d_out}")
+  endif()
+  run(d ${CHROMIUM} ${flags} --dump-dom "file://${OUT}/flame.html#zoom=burn_hot_inner")
+  if(NOT d_out MATCHES "<div class=\"fr\"[^>]*width: 100%[^>]*>burn_hot_inner</div>"
+     OR NOT d_out MATCHES "<div class=\"fr anc\"[^>]*>worker</div>")
+    message(FATAL_ERROR "zoom to burn_hot_inner: not full width under faded callers:\n${d_out}")
+  endif()
+  run(s ${CHROMIUM} ${flags} --window-size=1200,600 --screenshot=${OUT}/flame.png
+      file://${OUT}/flame.html)
+  if(NOT EXISTS ${OUT}/flame.png)
+    message(FATAL_ERROR "chromium --screenshot wrote nothing:\n${s_err}")
+  endif()
+  message(STATUS "headless Chromium drew burn_hot_inner, searched and zoomed; screenshot ${OUT}/flame.png")
+  return()
+endif()
+
+# ---- badinput ------------------------------------------------------------------------
+if(MODE STREQUAL "badinput")
+  record_burn(${OUT}/r)
+  set(good ${OUT}/r/cpu.pb.gz)
+  file(WRITE ${OUT}/text.txt "this is not a profile\n")
+  file(WRITE ${OUT}/empty.pb.gz "")
+  # The first 200 bytes of a real profile: a gzip stream cut short.
+  execute_process(COMMAND head -c 200 ${good} OUTPUT_FILE ${OUT}/trunc.pb.gz)
+  file(SIZE ${OUT}/trunc.pb.gz tsize)
+  if(tsize EQUAL 0)
+    message(FATAL_ERROR "could not make a truncated profile")
+  endif()
+  foreach(cmd top flame collapse)
+    set(extra)
+    if(cmd STREQUAL "flame")
+      set(extra -o ${OUT}/bad.html)
+    endif()
+    run(r ${PPRT} ${cmd} ${OUT}/missing.pb.gz ${extra})
+    expect(r 3 "^pprt ${cmd}: [^\n]*/missing.pb.gz: cannot open: No such file or directory\n$"
+           "${cmd} missing file")
+    run(r ${PPRT} ${cmd} ${OUT}/text.txt ${extra})
+    expect(r 3 "^pprt ${cmd}: [^\n]*/text.txt: not a pprof profile[^\n]*\n$" "${cmd} text file")
+    run(r ${PPRT} ${cmd} ${OUT}/empty.pb.gz ${extra})
+    expect(r 3 "^pprt ${cmd}: [^\n]*/empty.pb.gz: empty input, not a profile\n$" "${cmd} empty")
+    run(r ${PPRT} ${cmd} ${OUT}/trunc.pb.gz ${extra})
+    expect(r 3 "^pprt ${cmd}: [^\n]*/trunc.pb.gz: truncated gzip data[^\n]*\n$"
+           "${cmd} truncated")
+    run(r ${PPRT} ${cmd} ${OUT} ${extra})
+    expect(r 3 "^pprt ${cmd}: [^\n]*: is a directory, not a file\n$" "${cmd} directory")
+    run(r ${PPRT} ${cmd} ${good} --frobnicate)
+    expect(r 2 "^pprt ${cmd}: unknown option '--frobnicate' \\(see pprt ${cmd} --help\\)\n$"
+           "${cmd} unknown option")
+    run(r ${PPRT} ${cmd})
+    expect(r 2 "^pprt ${cmd}: missing FILE" "${cmd} without FILE")
+    run(r ${PPRT} ${cmd} ${good} --sample-index bogus ${extra})
+    expect(r 2 "^pprt ${cmd}: [^\n]*: no sample type 'bogus' \\(the profile has: samples, cpu\\)\n$"
+           "${cmd} unknown sample type")
+    run(r ${PPRT} ${cmd} --help)
+    if(NOT r_rc EQUAL 0 OR NOT r_out MATCHES "^usage: pprt ${cmd} FILE.*Exit status:")
+      message(FATAL_ERROR "pprt ${cmd} --help: exit ${r_rc}:\n${r_out}")
+    endif()
+  endforeach()
+  run(r ${PPRT} top -n many ${good})
+  expect(r 2 "^pprt top: -n many: not a number of rows\n$" "top -n many")
+  run(r ${PPRT} collapse ${good} -o ${OUT}/no/such/dir/x.folded)
+  expect(r 1 "^pprt collapse: [^\n]*x.folded: cannot write: No such file or directory\n$"
+         "collapse to an unwritable path")
+
+  # The command itself.
+  run(r ${PPRT})
+  expect(r 2 "^usage: pprt COMMAND" "no command")
+  run(r ${PPRT} frobnicate)
+  expect(r 2 "^pprt: unknown command 'frobnicate' \\(see pprt --help\\)\n$" "unknown command")
+  run(r ${PPRT} --help)
+  if(NOT r_rc EQUAL 0 OR NOT r_out MATCHES "Exit status:.*2 +bad usage.*127")
+    message(FATAL_ERROR "pprt --help: exit ${r_rc} or no exit codes:\n${r_out}")
+  endif()
+  foreach(cmd record trace)
+    run(r ${PPRT} ${cmd} --help)
+    if(NOT r_rc EQUAL 0 OR NOT r_out MATCHES "^usage: pprt ${cmd} .*Exit status:")
+      message(FATAL_ERROR "pprt ${cmd} --help: exit ${r_rc}:\n${r_out}")
+    endif()
+  endforeach()
+  run(r ${PPRT} --version)
+  if(NOT r_rc EQUAL 0 OR NOT r_out MATCHES "^pprt [0-9]+\\.[0-9]+\\.[0-9]+\n$")
+    message(FATAL_ERROR "pprt --version: exit ${r_rc}: ${r_out}")
+  endif()
+
+  # record's own usage errors.
+  run(r ${PPRT} record -o ${OUT}/x)
+  expect(r 2 "^pprt record: missing PROGRAM" "record without a program")
+  run(r ${PPRT} record --hz fast -- ${BURN} 0.1 0)
+  expect(r 2 "^pprt record: --hz fast: not a rate in Hz \\(1-10000\\)\n$" "record --hz fast")
+  run(r ${PPRT} record --bogus -- ${BURN} 0.1 0)
+  expect(r 2 "^pprt record: unknown option '--bogus'" "record --bogus")
+  run(r ${PPRT} record --preload ${OUT}/no-such-lib.so -- ${BURN} 0.1 0)
+  expect(r 125 "^pprt record: --preload [^\n]*no-such-lib.so: no such file\n$" "record --preload")
+  file(WRITE ${OUT}/afile "")
+  run(r ${PPRT} record -o ${OUT}/afile -- ${BURN} 0.1 0)
+  expect(r 125 "^pprt record: output directory [^\n]*afile: " "record -o onto a file")
+  message(STATUS "bad inputs and usage: one line each, exit codes 1, 2, 3, 125")
+  return()
+endif()
+
+# ---- trace ---------------------------------------------------------------------------
+if(MODE STREQUAL "trace")
+  run(r ${PPRT} trace check ${OUT}/missing.pprt)
+  expect(r 3 "^pprt trace check: [^\n]*/missing.pprt: cannot open: No such file or directory\n$"
+         "trace check on a missing file")
+  run(r ${PPRT} trace)
+  expect(r 2 "^pprt trace: missing check or export" "trace without a subcommand")
+  run(r ${PPRT} trace frob x)
+  expect(r 2 "^pprt trace: unknown subcommand 'frob'" "trace frob")
+  run(r ${PPRT} trace export)
+  expect(r 2 "^pprt trace export: missing FILE" "trace export without FILE")
+  file(WRITE ${OUT}/t.pprt "not a trace\n")
+  run(r ${PPRT} trace check ${OUT}/t.pprt)
+  if(r_rc EQUAL 4)
+    # This build has no trace decoder yet: the one line says so, exit 4.
+    expect(r 4 "^pprt trace check: [^\n]*/t.pprt: this build of pprt has no trace decoder yet"
+           "trace check without a decoder")
+    run(r ${PPRT} trace export ${OUT}/t.pprt -o ${OUT}/t.json)
+    expect(r 4 "no trace decoder yet" "trace export without a decoder")
+    if(EXISTS ${OUT}/t.json OR EXISTS ${OUT}/t.json.tmp)
+      message(FATAL_ERROR "trace export without a decoder left a file behind")
+    endif()
+    message(STATUS "trace: no decoder in this build: exit 4, said so")
+  else()
+    expect(r 3 "^pprt trace check: [^\n]*/t.pprt: " "trace check on a text file")
+  endif()
+  return()
+endif()
+
+message(FATAL_ERROR "unknown MODE '${MODE}'")

@@ -1,0 +1,3 @@
+module pprt.dev/tests/gopprof
+
+go 1.18

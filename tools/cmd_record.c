@@ -1,0 +1,668 @@
+/* `pprt record`: runs a program under the preload library and summarises
+ * what it wrote.
+ *
+ * The program runs as pprt's child with libpprt_preload in LD_PRELOAD
+ * (DYLD_INSERT_LIBRARIES on macOS) and the PPRT_* variables pointing into
+ * the output directory; the preload library does the profiling and writes
+ * the files when the program exits. pprt itself only waits: it shows a live
+ * status line on a terminal (elapsed time and the child's CPU time; the
+ * number of samples is known only once the profile is written), then a
+ * summary read from the files, and exits as the program did: its exit
+ * status, or the same fatal signal re-raised.
+ *
+ * Divisions: options, finding the preload library, the output directory,
+ * the environment, running and waiting, the summary, exiting. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tools/cli.h"
+
+extern char **environ;
+
+static const char usage[] =
+    "usage: pprt record [-o DIR] [--cpu] [--heap] [--trace] [--hz N] [--heap-rate BYTES]\n"
+    "                   [--timer MODE] [--preload PATH] [-q] [--] PROGRAM [ARGS...]\n"
+    "\n"
+    "Runs PROGRAM with pprt's preload library and writes into DIR (default\n"
+    "pprt-out) the outputs chosen, all three when none is:\n"
+    "  --cpu              cpu.pb.gz, the CPU profile (PPRT_CPUPROFILE)\n"
+    "  --heap             heap.pb.gz, the heap profile (PPRT_HEAPPROFILE)\n"
+    "  --trace            trace.pprt, the execution trace (PPRT_TRACE)\n"
+    "Processes PROGRAM starts (fork + exec) write FILE.<pid> beside them.\n"
+    "\n"
+    "  -o DIR             output directory, created if missing\n"
+    "  --hz N             CPU samples per CPU-second asked (PPRT_CPUPROFILE_HZ;\n"
+    "                     default 100; Linux delivers at most CONFIG_HZ per thread)\n"
+    "  --heap-rate BYTES  mean bytes between heap samples (PPRT_HEAP_RATE;\n"
+    "                     default 524288)\n"
+    "  --timer MODE       auto, per-thread or process (PPRT_CPUPROFILE_TIMER)\n"
+    "  --preload PATH     the preload library to use (default: next to pprt, or\n"
+    "                     in its install's library directory)\n"
+    "  -q, --quiet        no live status and no summary\n"
+    "\n"
+    "On a terminal a status line shows the time elapsed and the CPU time the\n"
+    "program has used; at exit a summary on stderr gives the duration, CPU\n"
+    "samples, lost samples, the effective rate and the top 5 functions.\n"
+    "\n"
+    "Exit status: PROGRAM's own; when PROGRAM is killed by a signal, pprt\n"
+    "re-raises it (or exits 128+N if it cannot). Otherwise: 2 bad usage,\n"
+    "125 pprt itself failed (no preload library, DIR not writable), 126 PROGRAM\n"
+    "cannot be run, 127 PROGRAM not found.\n";
+
+/* ---- options ---------------------------------------------------------------------- */
+
+typedef struct record_opts {
+  const char *dir, *hz, *heap_rate, *timer, *preload;
+  int cpu, heap, trace, quiet;
+  char **argv; /* the program and its arguments */
+} record_opts;
+
+static int parse(int argc, char **argv, record_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->dir = "pprt-out";
+  int i = 1;
+  for (; i < argc; i++) {
+    const char *a = argv[i], *v;
+    int missing = 0;
+    long long n;
+    if (strcmp(a, "--") == 0) {
+      i++;
+      break;
+    }
+    if (a[0] != '-' || a[1] == '\0')
+      break;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(usage, stdout);
+      return CLI_OK;
+    } else if (strcmp(a, "--cpu") == 0) {
+      o->cpu = 1;
+    } else if (strcmp(a, "--heap") == 0) {
+      o->heap = 1;
+    } else if (strcmp(a, "--trace") == 0) {
+      o->trace = 1;
+    } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+      o->quiet = 1;
+    } else if ((v = cli_option_value(argc, argv, &i, "-o", &missing)) ||
+               (!missing && (v = cli_option_value(argc, argv, &i, "--output", &missing)))) {
+      o->dir = v;
+    } else if (!missing && (v = cli_option_value(argc, argv, &i, "--hz", &missing))) {
+      if (cli_parse_long(v, 1, 10000, &n) != 0)
+        return cli_error(CLI_EUSAGE, "record", "--hz %s: not a rate in Hz (1-10000)", v);
+      o->hz = v;
+    } else if (!missing && (v = cli_option_value(argc, argv, &i, "--heap-rate", &missing))) {
+      if (cli_parse_long(v, 0, (long long)1 << 40, &n) != 0)
+        return cli_error(CLI_EUSAGE, "record", "--heap-rate %s: not a number of bytes (0 to 2^40)",
+                         v);
+      o->heap_rate = v;
+    } else if (!missing && (v = cli_option_value(argc, argv, &i, "--timer", &missing))) {
+      if (strcmp(v, "auto") != 0 && strcmp(v, "per-thread") != 0 && strcmp(v, "process") != 0)
+        return cli_error(CLI_EUSAGE, "record", "--timer %s: not auto, per-thread or process", v);
+      o->timer = v;
+    } else if (!missing && (v = cli_option_value(argc, argv, &i, "--preload", &missing))) {
+      o->preload = v;
+    } else if (missing) {
+      return cli_error(CLI_EUSAGE, "record", "%s needs a value (see pprt record --help)", a);
+    } else {
+      return cli_error(CLI_EUSAGE, "record", "unknown option '%s' (see pprt record --help)", a);
+    }
+  }
+  if (i >= argc)
+    return cli_error(CLI_EUSAGE, "record", "missing PROGRAM (see pprt record --help)");
+  o->argv = argv + i;
+  if (!o->cpu && !o->heap && !o->trace)
+    o->cpu = o->heap = o->trace = 1;
+  return -1;
+}
+
+/* ---- the preload library ---------------------------------------------------------- */
+
+static int readable_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0;
+}
+
+/* Finds libpprt_preload; an absolute path into out (the program may change
+ * directory before it execs anything). */
+static int find_preload(const record_opts *o, char *out, size_t len) {
+  if (len < PATH_MAX)
+    return cli_error(CLI_ERECORD, "record", "internal error: path buffer too small");
+  if (o->preload) {
+    if (!readable_file(o->preload))
+      return cli_error(CLI_ERECORD, "record", "--preload %s: %s", o->preload,
+                       access(o->preload, F_OK) == 0 ? "not a readable file" : "no such file");
+    if (realpath(o->preload, out) == NULL)
+      return cli_error(CLI_ERECORD, "record", "--preload %s: %s", o->preload, strerror(errno));
+    return CLI_OK;
+  }
+  char self[PATH_MAX], dir[PATH_MAX], tried[4 * PATH_MAX] = "";
+  const char *dirs[4];
+  size_t ndirs = 0;
+  if (cli_os_self_exe(self, sizeof self) == 0) {
+    snprintf(dir, sizeof dir, "%s", self);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+      *slash = '\0';
+    dirs[ndirs++] = dir;
+  }
+  char rel[PATH_MAX];
+  if (ndirs && snprintf(rel, sizeof rel, "%s/%s", dir, PPRT_TOOL_REL_LIBDIR) < (int)sizeof rel)
+    dirs[ndirs++] = rel;
+  dirs[ndirs++] = PPRT_TOOL_BUILD_PRELOAD_DIR;
+  dirs[ndirs++] = PPRT_TOOL_LIBDIR;
+  for (size_t i = 0; i < ndirs; i++) {
+    char path[PATH_MAX];
+    int n = snprintf(path, sizeof path, "%s/%s", dirs[i], cli_os_preload_lib);
+    if (n < (int)sizeof path && readable_file(path) && realpath(path, out) != NULL)
+      return CLI_OK;
+    size_t used = strlen(tried);
+    snprintf(tried + used, sizeof tried - used, "%s%s", i ? ", " : "", dirs[i]);
+  }
+  return cli_error(CLI_ERECORD, "record", "cannot find %s (looked in %s); pass --preload PATH",
+                   cli_os_preload_lib, tried);
+}
+
+/* ---- the output directory --------------------------------------------------------- */
+
+static const char *const kOutputs[] = {"cpu.pb.gz", "heap.pb.gz", "trace.pprt"};
+
+/* mkdir -p */
+static int make_dirs(const char *dir) {
+  char buf[PATH_MAX];
+  if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+      return -1;
+    *p = '/';
+  }
+  if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+    return -1;
+  struct stat st;
+  if (stat(buf, &st) != 0)
+    return -1;
+  if (!S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    return -1;
+  }
+  return 0;
+}
+
+/* NAME or NAME.<digits> for one of the outputs. */
+static int is_output(const char *name, const char *out) {
+  size_t n = strlen(out);
+  if (strncmp(name, out, n) != 0)
+    return 0;
+  if (name[n] == '\0')
+    return 1;
+  if (name[n] != '.' || name[n + 1] == '\0')
+    return 0;
+  for (const char *c = name + n + 1; *c; c++)
+    if (*c < '0' || *c > '9')
+      return 0;
+  return 1;
+}
+
+/* Earlier runs' files would be mistaken for this run's: they go first. */
+static void remove_old_outputs(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d == NULL)
+    return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    for (size_t i = 0; i < 3; i++)
+      if (is_output(e->d_name, kOutputs[i])) {
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
+          unlink(path);
+      }
+  closedir(d);
+}
+
+/* ---- the environment -------------------------------------------------------------- */
+
+/* Sets the variables the program starts with; pprt's own environment is
+ * the child's, so they are set here before fork. */
+static int set_env(const record_opts *o, const char *dir, const char *preload) {
+  /* Inherited settings for outputs not chosen, and the "which process owns
+   * the file" markers the preload library leaves for its children
+   * (PPRT_CPUPROFILE_PID...), must not reach the program. */
+  static const char *const clear[] = {"PPRT_CPUPROFILE", "PPRT_HEAPPROFILE", "PPRT_TRACE"};
+  for (size_t i = 0; i < 3; i++)
+    unsetenv(clear[i]);
+  for (int again = 1; again;) {
+    again = 0;
+    for (char **e = environ; *e; e++) {
+      const char *eq = strchr(*e, '=');
+      if (strncmp(*e, "PPRT_", 5) == 0 && eq && eq - *e > 4 && strncmp(eq - 4, "_PID", 4) == 0) {
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(eq - *e), *e);
+        unsetenv(name);
+        again = 1; /* environ changed under us */
+        break;
+      }
+    }
+  }
+  char path[PATH_MAX + 32];
+  int rc = 0;
+  const int want[] = {o->cpu, o->heap, o->trace};
+  for (size_t i = 0; i < 3; i++)
+    if (want[i]) {
+      snprintf(path, sizeof path, "%s/%s", dir, kOutputs[i]);
+      rc |= setenv(clear[i], path, 1);
+    }
+  if (o->hz)
+    rc |= setenv("PPRT_CPUPROFILE_HZ", o->hz, 1);
+  if (o->heap_rate)
+    rc |= setenv("PPRT_HEAP_RATE", o->heap_rate, 1);
+  if (o->timer)
+    rc |= setenv("PPRT_CPUPROFILE_TIMER", o->timer, 1);
+  /* Ahead of any library already preloaded. */
+  const char *old = getenv(cli_os_preload_var);
+  char *joined = malloc(strlen(preload) + (old ? strlen(old) : 0) + 2);
+  if (joined == NULL)
+    return -1;
+  if (old && *old)
+    sprintf(joined, "%s:%s", preload, old);
+  else
+    strcpy(joined, preload);
+  rc |= setenv(cli_os_preload_var, joined, 1);
+  free(joined);
+  return rc;
+}
+
+/* ---- running and waiting ---------------------------------------------------------- */
+
+static volatile sig_atomic_t g_child;
+/* SIGINT and SIGQUIT as pprt found them: the program gets them back (a
+ * program started in the background with them ignored keeps them so). */
+static struct sigaction g_old_int, g_old_quit;
+
+/* A SIGTERM or SIGHUP meant for pprt goes to the program, which decides
+ * what to do with it; pprt waits to write the summary. */
+static void forward(int sig) {
+  if (g_child > 0)
+    kill((pid_t)g_child, sig);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Starts the program; on an exec failure reports it and returns its exit
+ * code (126, 127), else 0 with *pid set. The exec error comes back through
+ * a close-on-exec pipe: it stays empty when exec succeeds. */
+static int spawn(char **argv, pid_t *pid) {
+  int fds[2];
+  if (pipe(fds) != 0 || fcntl(fds[0], F_SETFD, FD_CLOEXEC) != 0 ||
+      fcntl(fds[1], F_SETFD, FD_CLOEXEC) != 0)
+    return cli_error(CLI_ERECORD, "record", "pipe: %s", strerror(errno));
+  fflush(NULL);
+  pid_t p = fork();
+  if (p < 0)
+    return cli_error(CLI_ERECORD, "record", "fork: %s", strerror(errno));
+  if (p == 0) {
+    close(fds[0]);
+    sigaction(SIGINT, &g_old_int, NULL);
+    sigaction(SIGQUIT, &g_old_quit, NULL);
+    execvp(argv[0], argv);
+    int e = errno;
+    ssize_t w = write(fds[1], &e, sizeof e);
+    (void)w;
+    _exit(127);
+  }
+  close(fds[1]);
+  int e = 0;
+  ssize_t n;
+  do
+    n = read(fds[0], &e, sizeof e);
+  while (n < 0 && errno == EINTR);
+  close(fds[0]);
+  if (n == (ssize_t)sizeof e) {
+    waitpid(p, NULL, 0);
+    if (e == ENOENT)
+      return cli_error(CLI_ENOTFOUND, "record", "%s: %s", argv[0],
+                       strchr(argv[0], '/') ? "no such file" : "command not found");
+    return cli_error(e == ENOTDIR ? CLI_ENOTFOUND : CLI_ENOEXEC, "record", "%s: cannot run it: %s",
+                     argv[0], strerror(e));
+  }
+  *pid = p;
+  return CLI_OK;
+}
+
+static void status_line(double start, pid_t pid) {
+  int64_t cpu = cli_os_child_cpu_ns((int)pid);
+  char c[64] = "";
+  if (cpu >= 0)
+    snprintf(c, sizeof c, ", %.1f s CPU", (double)cpu / 1e9);
+  fprintf(stderr, "\rpprt record: %.1f s elapsed%s (pid %d)\033[K", now_s() - start, c, (int)pid);
+  fflush(stderr);
+}
+
+static int wait_child(pid_t pid, int live, double start, int *status, struct rusage *ru) {
+  for (;;) {
+    pid_t r = wait4(pid, status, live ? WNOHANG : 0, ru);
+    if (r == pid)
+      break;
+    if (r < 0 && errno != EINTR)
+      return -1;
+    if (r == 0) {
+      status_line(start, pid);
+      struct timespec ts = {0, 200 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  if (live) {
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+  }
+  return 0;
+}
+
+/* ---- the summary ------------------------------------------------------------------ */
+
+/* A number after `key` in one of the profile's comments. */
+static int comment_number(const Pprt__Profile *p, const char *key, double *out) {
+  for (size_t i = 0; i < p->n_comment; i++) {
+    const char *c = strstr(cli_str(p, p->comment[i]), key);
+    if (c && sscanf(c + strlen(key), " %lf", out) == 1)
+      return 0;
+  }
+  return -1;
+}
+
+static long value_index(const Pprt__Profile *p, const char *type) {
+  for (size_t i = 0; i < p->n_sample_type; i++)
+    if (strcmp(cli_str(p, p->sample_type[i]->type), type) == 0)
+      return (long)i;
+  return -1;
+}
+
+/* The other processes' files: NAME.<pid>. */
+static void list_children(const char *dir, const char *name) {
+  DIR *d = opendir(dir);
+  if (d == NULL)
+    return;
+  struct dirent *e;
+  int n = 0;
+  while ((e = readdir(d)) != NULL)
+    if (strcmp(e->d_name, name) != 0 && is_output(e->d_name, name))
+      fprintf(stderr, "%s%s", n++ ? " " : "  from processes it started: ", e->d_name);
+  if (n)
+    fputc('\n', stderr);
+  closedir(d);
+}
+
+static const char *signal_name(int sig) {
+  switch (sig) {
+  case SIGHUP:
+    return "SIGHUP";
+  case SIGINT:
+    return "SIGINT";
+  case SIGQUIT:
+    return "SIGQUIT";
+  case SIGILL:
+    return "SIGILL";
+  case SIGABRT:
+    return "SIGABRT";
+  case SIGBUS:
+    return "SIGBUS";
+  case SIGFPE:
+    return "SIGFPE";
+  case SIGKILL:
+    return "SIGKILL";
+  case SIGSEGV:
+    return "SIGSEGV";
+  case SIGPIPE:
+    return "SIGPIPE";
+  case SIGALRM:
+    return "SIGALRM";
+  case SIGTERM:
+    return "SIGTERM";
+  case SIGPROF:
+    return "SIGPROF";
+  default:
+    return "a signal";
+  }
+}
+
+/* Whether the program wrote path. The preload library creates its files
+ * when it starts and fills them at exit, so an empty one means the exit
+ * handlers never ran; it is removed, as it is not a profile. */
+static int written(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return 0;
+  if (st.st_size > 0)
+    return 1;
+  unlink(path);
+  return 0;
+}
+
+/* Set when any chosen output was written: then the exit handlers ran, and
+ * a missing file means the preload library does not write that kind. */
+static int g_any_written;
+
+/* Why a file is missing, from how the program ended. */
+static void why_missing(const char *what, int status) {
+  if (g_any_written)
+    fprintf(stderr, "  no %s: this preload library did not write one\n", what);
+  else if (WIFSIGNALED(status))
+    fprintf(stderr,
+            "  no %s: the program was killed by %s (%d) before its exit handlers could "
+            "write it\n",
+            what, signal_name(WTERMSIG(status)), WTERMSIG(status));
+  else
+    fprintf(stderr,
+            "  no %s: the program exited without running exit handlers (_exit, or exec "
+            "without exit), or pprt could not start in it (see any \"pprt:\" line above; a "
+            "static or setuid program cannot be preloaded)\n",
+            what);
+}
+
+static void summarize_cpu(const char *dir, int status) {
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/cpu.pb.gz", dir);
+  if (!written(path)) {
+    why_missing("CPU profile", status);
+    list_children(dir, "cpu.pb.gz");
+    return;
+  }
+  cli_profile cp;
+  if (cli_profile_load(&cp, "record", path) != CLI_OK) {
+    cli_profile_free(&cp);
+    return;
+  }
+  const Pprt__Profile *p = cp.p;
+  long isamples = value_index(p, "samples");
+  double lost = 0, rate = -1;
+  int64_t samples = 0;
+  for (size_t i = 0; i < p->n_sample && isamples >= 0; i++)
+    samples += p->sample[i]->value[isamples];
+  if (comment_number(p, "lost samples", &lost) == 0)
+    samples -= (int64_t)lost; /* the pprt_lost_samples frame carries them */
+  comment_number(p, "effective rate", &rate);
+  char cpu[64];
+  cli_format_value(cpu, sizeof cpu, cli_profile_total(&cp), cp.unit);
+  fprintf(stderr, "  %s: %lld CPU samples (%s %s), %.0f lost", path, (long long)samples, cpu,
+          cp.type, lost);
+  if (rate >= 0)
+    fprintf(stderr, ", effective rate %.1f samples per CPU-second", rate);
+  fputc('\n', stderr);
+  cli_print_top(stderr, &cp, 5, 0, 0);
+  list_children(dir, "cpu.pb.gz");
+  cli_profile_free(&cp);
+}
+
+/* The total of one sample type, formatted; "?" when the profile has none. */
+static void type_total(const cli_profile *cp, const char *type, char *buf, size_t len) {
+  long i = value_index(cp->p, type);
+  int64_t t = 0;
+  if (i < 0) {
+    snprintf(buf, len, "?");
+    return;
+  }
+  for (size_t k = 0; k < cp->p->n_sample; k++)
+    t += cp->p->sample[k]->value[i];
+  cli_format_value(buf, len, t, cli_str(cp->p, cp->p->sample_type[i]->unit));
+}
+
+static void summarize_heap(const char *dir, int status) {
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/heap.pb.gz", dir);
+  if (!written(path)) {
+    why_missing("heap profile", status);
+    list_children(dir, "heap.pb.gz");
+    return;
+  }
+  cli_profile cp;
+  if (cli_profile_load(&cp, "record", path) != CLI_OK) {
+    cli_profile_free(&cp);
+    return;
+  }
+  char in_b[64], in_n[64], all_b[64], all_n[64];
+  type_total(&cp, "inuse_space", in_b, sizeof in_b);
+  type_total(&cp, "inuse_objects", in_n, sizeof in_n);
+  type_total(&cp, "alloc_space", all_b, sizeof all_b);
+  type_total(&cp, "alloc_objects", all_n, sizeof all_n);
+  double rate = 0;
+  fprintf(stderr, "  %s: in use at exit %s (%s objects), allocated %s (%s objects)", path, in_b,
+          in_n, all_b, all_n);
+  if (comment_number(cp.p, "one sample per", &rate) == 0)
+    fprintf(stderr, ", one sample per %.0f bytes", rate);
+  fputc('\n', stderr);
+  /* Where the memory was allocated says more than what was left at exit. */
+  if (value_index(cp.p, "alloc_space") >= 0)
+    cli_profile_select(&cp, "record", "alloc_space");
+  fprintf(stderr, "  top allocation sites by %s:\n", cp.type);
+  cli_print_top(stderr, &cp, 5, 0, 0);
+  list_children(dir, "heap.pb.gz");
+  cli_profile_free(&cp);
+}
+
+static void summarize_trace(const char *dir, int status) {
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/trace.pprt", dir);
+  struct stat st;
+  if (!written(path) || stat(path, &st) != 0) {
+    why_missing("trace", status);
+    if (g_any_written)
+      fprintf(stderr, "    (it writes PPRT_TRACE once it has the trace encoder, issue 6)\n");
+    return;
+  }
+  fprintf(stderr, "  %s: %.1f KiB (pprt trace check %s; pprt trace export %s)\n", path,
+          (double)st.st_size / 1024, path, path);
+  list_children(dir, "trace.pprt");
+}
+
+/* ---- exiting ---------------------------------------------------------------------- */
+
+/* Ends pprt the way the program ended. */
+static int exit_like(int status) {
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  if (!WIFSIGNALED(status))
+    return CLI_ERECORD;
+  int sig = WTERMSIG(status);
+  /* The program has dumped its core already, if it did. */
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  fflush(NULL);
+  signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  sigprocmask(SIG_UNBLOCK, &set, NULL);
+  raise(sig);
+  return 128 + sig; /* a signal whose default is not to terminate */
+}
+
+int cli_cmd_record(int argc, char **argv) {
+  record_opts o;
+  int rc = parse(argc, argv, &o);
+  if (rc >= 0)
+    return rc;
+  char preload[PATH_MAX];
+  rc = find_preload(&o, preload, sizeof preload);
+  if (rc != CLI_OK)
+    return rc;
+  char dir[PATH_MAX];
+  if (make_dirs(o.dir) != 0 || realpath(o.dir, dir) == NULL || access(dir, W_OK) != 0)
+    return cli_error(CLI_ERECORD, "record", "output directory %s: %s", o.dir, strerror(errno));
+  remove_old_outputs(dir);
+  if (set_env(&o, dir, preload) != 0)
+    return cli_error(CLI_ERECORD, "record", "cannot set the environment: %s", strerror(errno));
+
+  /* The terminal's ^C and ^\ reach the program directly; pprt stays to
+   * summarise whatever the program does with them. */
+  struct sigaction ign;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ign, &g_old_int);
+  sigaction(SIGQUIT, &ign, &g_old_quit);
+  double start = now_s();
+  pid_t pid = -1;
+  rc = spawn(o.argv, &pid);
+  if (rc != CLI_OK)
+    return rc;
+  g_child = pid;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = forward;
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+
+  int status = 0;
+  struct rusage ru;
+  memset(&ru, 0, sizeof ru);
+  int live = !o.quiet && isatty(STDERR_FILENO);
+  if (wait_child(pid, live, start, &status, &ru) != 0)
+    return cli_error(CLI_ERECORD, "record", "waiting for %s: %s", o.argv[0], strerror(errno));
+  double wall = now_s() - start;
+  double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+
+  if (!o.quiet) {
+    if (WIFSIGNALED(status))
+      fprintf(stderr, "pprt record: %s killed by %s (%d) after %.2f s (%.2f s CPU)\n", o.argv[0],
+              signal_name(WTERMSIG(status)), WTERMSIG(status), wall, cpu);
+    else
+      fprintf(stderr, "pprt record: %s exited with status %d after %.2f s (%.2f s CPU)\n",
+              o.argv[0], WEXITSTATUS(status), wall, cpu);
+    /* Paths as the user gave them (pprt never changes directory); the
+     * program got absolute ones, as it may. */
+    const char *shown = o.dir;
+    const int want[] = {o.cpu, o.heap, o.trace};
+    for (size_t i = 0; i < 3; i++) {
+      char path[PATH_MAX + 16];
+      snprintf(path, sizeof path, "%s/%s", shown, kOutputs[i]);
+      struct stat st;
+      if (want[i] && stat(path, &st) == 0 && st.st_size > 0)
+        g_any_written = 1;
+    }
+    if (o.cpu)
+      summarize_cpu(shown, status);
+    if (o.heap)
+      summarize_heap(shown, status);
+    if (o.trace)
+      summarize_trace(shown, status);
+  }
+  return exit_like(status);
+}

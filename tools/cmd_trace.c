@@ -1,0 +1,127 @@
+/* `pprt trace check` and `pprt trace export`: execution traces (PPRT_TRACE,
+ * pprt_trace_start) validated and summarised, or converted to the Chrome
+ * Trace Event JSON that ui.perfetto.dev, chrome://tracing and speedscope
+ * open. The decoding itself is core's, behind tools/trace_backend.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/cli.h"
+#include "tools/trace_backend.h"
+
+static const char usage[] =
+    "usage: pprt trace check FILE\n"
+    "       pprt trace export FILE [-o OUT.json]\n"
+    "\n"
+    "check   validates a pprt trace (trace.pprt) and prints a summary: threads,\n"
+    "        events by type, time span, generations; a malformed file is one\n"
+    "        line naming the offset and the problem\n"
+    "export  writes it as Chrome Trace Event JSON for ui.perfetto.dev,\n"
+    "        chrome://tracing and speedscope (default OUT: FILE with .json in\n"
+    "        place of .pprt; \"-\" for standard output)\n"
+    "\n"
+    "Exit status: 0 ok, 1 OUT cannot be written, 2 bad usage, 3 FILE unreadable,\n"
+    "malformed or of an unknown version, 4 this pprt was built without the\n"
+    "trace decoder.\n";
+
+/* Largest trace read into memory. */
+#define TRACE_MAX_BYTES ((size_t)4 << 30)
+
+static char *default_output(const char *in) {
+  size_t n = strlen(in);
+  char *out = malloc(n + 6);
+  if (out == NULL)
+    return NULL;
+  memcpy(out, in, n + 1);
+  if (n > 5 && strcmp(out + n - 5, ".pprt") == 0)
+    out[n - 5] = '\0';
+  strcat(out, ".json");
+  return out;
+}
+
+int cli_cmd_trace(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    if (argc < 2)
+      return cli_error(CLI_EUSAGE, "trace", "missing check or export (see pprt trace --help)");
+    fputs(usage, stdout);
+    return CLI_OK;
+  }
+  const char *sub = argv[1];
+  int export = strcmp(sub, "export") == 0;
+  if (!export && strcmp(sub, "check") != 0)
+    return cli_error(CLI_EUSAGE, "trace", "unknown subcommand '%s' (check or export)", sub);
+  const char *cmd = export ? "trace export" : "trace check";
+  const char *file = NULL, *outpath = NULL;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i], *v;
+    int missing = 0;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(usage, stdout);
+      return CLI_OK;
+    }
+    if (export && (v = cli_option_value(argc, argv, &i, "-o", &missing)))
+      outpath = v;
+    else if (missing)
+      return cli_error(CLI_EUSAGE, cmd, "%s needs a value (see pprt trace --help)", a);
+    else if (a[0] == '-' && a[1] != '\0')
+      return cli_error(CLI_EUSAGE, cmd, "unknown option '%s' (see pprt trace --help)", a);
+    else if (file)
+      return cli_error(CLI_EUSAGE, cmd, "one FILE only, got '%s' and '%s'", file, a);
+    else
+      file = a;
+  }
+  if (file == NULL)
+    return cli_error(CLI_EUSAGE, cmd, "missing FILE (see pprt trace --help)");
+
+  uint8_t *data;
+  size_t len;
+  char err[512];
+  int rc = cli_read_file(file, TRACE_MAX_BYTES, &data, &len, err, sizeof err);
+  if (rc != CLI_OK)
+    return cli_error(rc, cmd, "%s: %s", file, err);
+  char *defpath = NULL;
+  FILE *out = stdout;
+  if (export) {
+    if (outpath == NULL)
+      outpath = defpath = default_output(file);
+    if (outpath == NULL) {
+      free(data);
+      return cli_error(CLI_EFAIL, cmd, "out of memory");
+    }
+  }
+  /* An export is written to OUT.tmp and renamed, so a bad trace leaves no
+   * half-written OUT behind. */
+  char tmp[4096] = "";
+  if (export && strcmp(outpath, "-") != 0) {
+    snprintf(tmp, sizeof tmp, "%s.tmp", outpath);
+    out = fopen(tmp, "w");
+    if (out == NULL) {
+      rc = cli_error(CLI_EFAIL, cmd, "%s: cannot write: %s", outpath, strerror(errno));
+      goto done;
+    }
+  }
+  int brc = export ? cli_trace_export(data, len, out, err, sizeof err)
+                   : cli_trace_check(data, len, out, err, sizeof err);
+  int crc = out == stdout ? fflush(out) : fclose(out);
+  if (brc == -ENOSYS)
+    rc = cli_error(CLI_ENOTBUILT, cmd, "%s: %s", file, err);
+  else if (brc == -ENOMEM)
+    rc = cli_error(CLI_EFAIL, cmd, "%s: out of memory", file);
+  else if (brc == -EIO || (brc == 0 && crc != 0))
+    rc = cli_error(CLI_EFAIL, cmd, "%s: writing failed: %s", outpath ? outpath : "stdout",
+                   strerror(errno));
+  else if (brc != 0)
+    rc = cli_error(CLI_EINPUT, cmd, "%s: %s", file, err);
+  if (*tmp) {
+    if (rc == CLI_OK && rename(tmp, outpath) != 0)
+      rc = cli_error(CLI_EFAIL, cmd, "%s: cannot write: %s", outpath, strerror(errno));
+    if (rc != CLI_OK)
+      remove(tmp);
+    else
+      fprintf(stderr, "pprt trace export: wrote %s\n", outpath);
+  }
+done:
+  free(defpath);
+  free(data);
+  return rc;
+}

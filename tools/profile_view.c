@@ -1,0 +1,443 @@
+/* Profiles as the pprt command shows them: a decoded pprof profile (pprt's
+ * or any other writer's, Go's runtime/pprof included) turned into stacks of
+ * display names and one chosen value per sample, and the top table.
+ *
+ * Names: a location's Line entries give its frames, innermost (inlined)
+ * first; a location without them (an address nobody symbolized) becomes
+ * one frame "<mapping basename>+0x<file offset>", which stays the same
+ * from run to run of the same binary, unlike the address. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/profile.h"
+#include "tools/cli.h"
+
+const char *cli_str(const Pprt__Profile *p, int64_t i) {
+  if (i < 0 || (size_t)i >= p->n_string_table)
+    return "";
+  return p->string_table[i];
+}
+
+/* ---- interned names ---------------------------------------------------------------- */
+
+typedef struct names {
+  char **v;
+  size_t n, cap;
+  uint32_t *slots; /* index + 1, 0 empty */
+  size_t nslots;
+} names;
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* Returns the index of s, adding a copy; -1 on out of memory. */
+static long names_intern(names *t, const char *s) {
+  if ((t->n + 1) * 2 > t->nslots) {
+    size_t ns = t->nslots ? t->nslots * 2 : 1024;
+    uint32_t *slots = calloc(ns, sizeof *slots);
+    if (slots == NULL)
+      return -1;
+    for (size_t i = 0; i < t->n; i++) {
+      size_t j = hash_str(t->v[i]) & (ns - 1);
+      while (slots[j])
+        j = (j + 1) & (ns - 1);
+      slots[j] = (uint32_t)i + 1;
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->nslots = ns;
+  }
+  size_t j = hash_str(s) & (t->nslots - 1);
+  while (t->slots[j]) {
+    if (strcmp(t->v[t->slots[j] - 1], s) == 0)
+      return (long)t->slots[j] - 1;
+    j = (j + 1) & (t->nslots - 1);
+  }
+  if (t->n == t->cap) {
+    size_t nc = t->cap ? t->cap * 2 : 256;
+    char **nv = realloc(t->v, nc * sizeof *nv);
+    if (nv == NULL)
+      return -1;
+    t->v = nv;
+    t->cap = nc;
+  }
+  char *copy = strdup(s);
+  if (copy == NULL)
+    return -1;
+  /* Folded stacks separate frames with ';' and lines with '\n'. */
+  for (char *c = copy; *c; c++)
+    if (*c == ';' || *c == '\n' || *c == '\r')
+      *c = ':';
+  t->v[t->n] = copy;
+  t->slots[j] = (uint32_t)t->n + 1;
+  return (long)t->n++;
+}
+
+/* ---- id lookups -------------------------------------------------------------------- */
+
+typedef struct id_index {
+  uint64_t id;
+  uint32_t index;
+} id_index;
+
+static int cmp_id(const void *a, const void *b) {
+  uint64_t x = ((const id_index *)a)->id, y = ((const id_index *)b)->id;
+  return x < y ? -1 : x > y;
+}
+
+static id_index *index_ids(size_t n, uint64_t (*id_of)(const Pprt__Profile *, size_t),
+                           const Pprt__Profile *p) {
+  id_index *v = malloc((n + 1) * sizeof *v);
+  if (v == NULL)
+    return NULL;
+  for (size_t i = 0; i < n; i++) {
+    v[i].id = id_of(p, i);
+    v[i].index = (uint32_t)i;
+  }
+  qsort(v, n, sizeof *v, cmp_id);
+  return v;
+}
+
+static long find_id(const id_index *v, size_t n, uint64_t id) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && v[lo].id == id ? (long)v[lo].index : -1;
+}
+
+static uint64_t loc_id(const Pprt__Profile *p, size_t i) {
+  return p->location[i]->id;
+}
+static uint64_t fn_id(const Pprt__Profile *p, size_t i) {
+  return p->function[i]->id;
+}
+static uint64_t map_id(const Pprt__Profile *p, size_t i) {
+  return p->mapping[i]->id;
+}
+
+long cli_profile_location(const cli_profile *cp, uint64_t id) {
+  return find_id(cp->loc_ids, cp->p->n_location, id);
+}
+
+static const char *base_name(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+/* The display name of an address that has no function. */
+static void address_name(char *buf, size_t len, const Pprt__Profile *p, const Pprt__Location *l,
+                         const id_index *maps) {
+  long m = l->mapping_id ? find_id(maps, p->n_mapping, l->mapping_id) : -1;
+  if (m >= 0) {
+    const Pprt__Mapping *mp = p->mapping[m];
+    const char *file = base_name(cli_str(p, mp->filename));
+    if (*file && l->address >= mp->memory_start) {
+      snprintf(buf, len, "%s+0x%llx", file,
+               (unsigned long long)(l->address - mp->memory_start + mp->file_offset));
+      return;
+    }
+  }
+  snprintf(buf, len, "0x%llx", (unsigned long long)l->address);
+}
+
+int cli_profile_load(cli_profile *cp, const char *cmd, const char *path) {
+  memset(cp, 0, sizeof *cp);
+  cp->path = path;
+  uint8_t *data;
+  size_t len;
+  char err[256];
+  int rc = cli_read_file(path, PPRT__PROFILE_MAX_BYTES, &data, &len, err, sizeof err);
+  if (rc != CLI_OK)
+    return cli_error(rc, cmd, "%s: %s", path, err);
+  int drc = pprt__profile_decode(data, len, &cp->p, err, sizeof err);
+  free(data);
+  if (drc == -ENOMEM)
+    return cli_error(CLI_EFAIL, cmd, "%s: out of memory decoding it", path);
+  if (drc != 0)
+    return cli_error(CLI_EINPUT, cmd, "%s: %s", path, err);
+  const Pprt__Profile *p = cp->p;
+  if (p->n_sample_type == 0)
+    return cli_error(CLI_EINPUT, cmd, "%s: the profile has no sample types", path);
+
+  id_index *fns = index_ids(p->n_function, fn_id, p);
+  id_index *maps = index_ids(p->n_mapping, map_id, p);
+  id_index *locs = index_ids(p->n_location, loc_id, p);
+  cp->loc_ids = locs;
+  names nm;
+  memset(&nm, 0, sizeof nm);
+  size_t nframes = 0;
+  for (size_t i = 0; i < p->n_location; i++)
+    nframes += p->location[i]->n_line ? p->location[i]->n_line : 1;
+  cp->loc_first = malloc((p->n_location + 1) * sizeof *cp->loc_first);
+  cp->loc_count = malloc((p->n_location + 1) * sizeof *cp->loc_count);
+  cp->frames = malloc((nframes + 1) * sizeof *cp->frames);
+  if (!fns || !maps || !locs || !cp->loc_first || !cp->loc_count || !cp->frames)
+    goto oom;
+  size_t k = 0;
+  for (size_t i = 0; i < p->n_location; i++) {
+    const Pprt__Location *l = p->location[i];
+    cp->loc_first[i] = (uint32_t)k;
+    for (size_t j = 0; j < l->n_line; j++) {
+      long f = find_id(fns, p->n_function, l->line[j]->function_id);
+      const char *name = "";
+      if (f >= 0) {
+        name = cli_str(p, p->function[f]->name);
+        if (!*name)
+          name = cli_str(p, p->function[f]->system_name);
+      }
+      char buf[320];
+      if (!*name) {
+        address_name(buf, sizeof buf, p, l, maps);
+        name = buf;
+      }
+      long id = names_intern(&nm, name);
+      if (id < 0)
+        goto oom;
+      cp->frames[k++] = (uint32_t)id;
+    }
+    if (l->n_line == 0) {
+      char buf[320];
+      address_name(buf, sizeof buf, p, l, maps);
+      long id = names_intern(&nm, buf);
+      if (id < 0)
+        goto oom;
+      cp->frames[k++] = (uint32_t)id;
+    }
+    cp->loc_count[i] = (uint32_t)(k - cp->loc_first[i]);
+  }
+  free(fns);
+  free(maps);
+  free(nm.slots);
+  cp->names = nm.v;
+  cp->nnames = nm.n;
+  return cli_profile_select(cp, cmd, NULL);
+oom:
+  free(fns);
+  free(maps);
+  free(nm.slots);
+  cp->names = nm.v;
+  cp->nnames = nm.n;
+  return cli_error(CLI_EFAIL, cmd, "%s: out of memory", path);
+}
+
+int cli_profile_select(cli_profile *cp, const char *cmd, const char *name) {
+  const Pprt__Profile *p = cp->p;
+  long idx = -1;
+  if (name == NULL) {
+    const char *def = cli_str(p, p->default_sample_type);
+    for (size_t i = 0; *def && i < p->n_sample_type; i++)
+      if (strcmp(cli_str(p, p->sample_type[i]->type), def) == 0)
+        idx = (long)i;
+    if (idx < 0)
+      idx = (long)p->n_sample_type - 1;
+  } else {
+    long long n;
+    for (size_t i = 0; i < p->n_sample_type; i++)
+      if (strcmp(cli_str(p, p->sample_type[i]->type), name) == 0)
+        idx = (long)i;
+    if (idx < 0 && cli_parse_long(name, 0, (long long)p->n_sample_type - 1, &n) == 0)
+      idx = (long)n;
+    if (idx < 0) {
+      char have[256] = "";
+      for (size_t i = 0; i < p->n_sample_type; i++) {
+        size_t used = strlen(have);
+        snprintf(have + used, sizeof have - used, "%s%s", i ? ", " : "",
+                 cli_str(p, p->sample_type[i]->type));
+      }
+      return cli_error(CLI_EUSAGE, cmd, "%s: no sample type '%s' (the profile has: %s)", cp->path,
+                       name, have);
+    }
+  }
+  cp->sample_index = (int)idx;
+  cp->type = cli_str(p, p->sample_type[idx]->type);
+  cp->unit = cli_str(p, p->sample_type[idx]->unit);
+  return CLI_OK;
+}
+
+void cli_profile_free(cli_profile *cp) {
+  for (size_t i = 0; i < cp->nnames; i++)
+    free(cp->names[i]);
+  free(cp->names);
+  free(cp->loc_first);
+  free(cp->loc_count);
+  free(cp->frames);
+  free(cp->loc_ids);
+  pprt__profile_decoded_free(cp->p);
+  memset(cp, 0, sizeof *cp);
+}
+
+int cli_profile_stacks(const cli_profile *cp, cli_stack_fn fn, void *ctx) {
+  const Pprt__Profile *p = cp->p;
+  size_t cap = 256;
+  uint32_t *stack = malloc(cap * sizeof *stack);
+  if (stack == NULL)
+    return -ENOMEM;
+  int rc = 0;
+  for (size_t i = 0; i < p->n_sample && rc == 0; i++) {
+    const Pprt__Sample *s = p->sample[i];
+    int64_t v = s->value[cp->sample_index];
+    if (v == 0)
+      continue;
+    size_t n = 0;
+    for (size_t j = s->n_location_id; j-- > 0;) {
+      long l = cli_profile_location(cp, s->location_id[j]);
+      if (l < 0)
+        continue; /* pprt__profile_check made sure this cannot happen */
+      uint32_t first = cp->loc_first[l], count = cp->loc_count[l];
+      if (n + count > cap) {
+        size_t nc = (n + count) * 2;
+        uint32_t *ns = realloc(stack, nc * sizeof *ns);
+        if (ns == NULL) {
+          rc = -ENOMEM;
+          break;
+        }
+        stack = ns;
+        cap = nc;
+      }
+      /* Outermost (the caller the others were inlined into) first. */
+      for (uint32_t f = count; f-- > 0;)
+        stack[n++] = cp->frames[first + f];
+    }
+    if (rc == 0)
+      rc = fn(ctx, stack, n, v);
+  }
+  free(stack);
+  return rc;
+}
+
+int64_t cli_profile_total(const cli_profile *cp) {
+  int64_t t = 0;
+  for (size_t i = 0; i < cp->p->n_sample; i++)
+    t += cp->p->sample[i]->value[cp->sample_index];
+  return t;
+}
+
+/* ---- the top table ------------------------------------------------------------------ */
+
+typedef struct top_acc {
+  int64_t *flat, *cum;
+  uint64_t *seen; /* the sample number that last added to cum */
+  uint64_t sample;
+} top_acc;
+
+static int top_add(void *ctx, const uint32_t *st, size_t n, int64_t v) {
+  top_acc *a = ctx;
+  a->sample++;
+  if (n == 0)
+    return 0;
+  a->flat[st[n - 1]] += v;
+  for (size_t i = 0; i < n; i++)
+    if (a->seen[st[i]] != a->sample) { /* recursion counts once */
+      a->seen[st[i]] = a->sample;
+      a->cum[st[i]] += v;
+    }
+  return 0;
+}
+
+typedef struct top_row {
+  uint32_t name;
+  int64_t flat, cum;
+} top_row;
+
+static const cli_profile *g_sort_cp;
+static int g_sort_cum;
+
+static int cmp_row(const void *x, const void *y) {
+  const top_row *a = x, *b = y;
+  int64_t ka = g_sort_cum ? a->cum : a->flat, kb = g_sort_cum ? b->cum : b->flat;
+  if (ka != kb)
+    return ka > kb ? -1 : 1;
+  /* Ties: by cum, callers (less flat) first, as they sit above their
+   * callees; by flat, the larger cum first. */
+  if (g_sort_cum && a->flat != b->flat)
+    return a->flat < b->flat ? -1 : 1;
+  if (!g_sort_cum && a->cum != b->cum)
+    return a->cum > b->cum ? -1 : 1;
+  return strcmp(g_sort_cp->names[a->name], g_sort_cp->names[b->name]);
+}
+
+static double pct(int64_t v, int64_t total) {
+  return total ? 100.0 * (double)v / (double)total : 0.0;
+}
+
+int cli_print_top(FILE *out, const cli_profile *cp, size_t n, int by_cum, int header) {
+  const Pprt__Profile *p = cp->p;
+  top_acc a;
+  memset(&a, 0, sizeof a);
+  size_t nn = cp->nnames ? cp->nnames : 1;
+  a.flat = calloc(nn, sizeof *a.flat);
+  a.cum = calloc(nn, sizeof *a.cum);
+  a.seen = calloc(nn, sizeof *a.seen);
+  top_row *rows = calloc(nn, sizeof *rows);
+  int rc = CLI_OK;
+  if (!a.flat || !a.cum || !a.seen || !rows || cli_profile_stacks(cp, top_add, &a) != 0) {
+    rc = CLI_EFAIL;
+    goto out;
+  }
+  size_t nrows = 0;
+  for (size_t i = 0; i < cp->nnames; i++)
+    if (a.flat[i] != 0 || a.cum[i] != 0)
+      rows[nrows++] = (top_row){(uint32_t)i, a.flat[i], a.cum[i]};
+  g_sort_cp = cp;
+  g_sort_cum = by_cum;
+  qsort(rows, nrows, sizeof *rows, cmp_row);
+  int64_t total = cli_profile_total(cp);
+  size_t shown = n == 0 || n > nrows ? nrows : n;
+  char t[64], d[64];
+  if (header) {
+    const char *file = p->n_mapping ? cli_str(p, p->mapping[0]->filename) : "";
+    if (*file)
+      fprintf(out, "File: %s\n", base_name(file));
+    fprintf(out, "Type: %s (%s)\n", cp->type, cp->unit);
+    if (p->time_nanos) {
+      time_t secs = (time_t)(p->time_nanos / 1000000000);
+      struct tm tm;
+      char when[64];
+      strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&secs, &tm));
+      fprintf(out, "Time: %s\n", when);
+    }
+    cli_format_value(t, sizeof t, total, cp->unit);
+    if (p->duration_nanos) {
+      cli_format_value(d, sizeof d, p->duration_nanos, "nanoseconds");
+      if (strcmp(cp->unit, "nanoseconds") == 0)
+        fprintf(out, "Duration: %s, Total samples = %s (%.2f%%)\n", d, t,
+                pct(total, p->duration_nanos));
+      else
+        fprintf(out, "Duration: %s, Total %s = %s\n", d, cp->type, t);
+    } else {
+      fprintf(out, "Total %s = %s\n", cp->type, t);
+    }
+    int64_t sum = 0;
+    for (size_t i = 0; i < shown; i++)
+      sum += rows[i].flat;
+    cli_format_value(d, sizeof d, sum, cp->unit);
+    fprintf(out, "Showing %zu of %zu functions, accounting for %s (%.2f%%) of %s total\n", shown,
+            nrows, d, pct(sum, total), t);
+  }
+  fprintf(out, "%10s %7s %7s %10s %7s  %s\n", "flat", "flat%", "sum%", "cum", "cum%", "name");
+  int64_t running = 0;
+  for (size_t i = 0; i < shown; i++) {
+    running += rows[i].flat;
+    cli_format_value(t, sizeof t, rows[i].flat, cp->unit);
+    cli_format_value(d, sizeof d, rows[i].cum, cp->unit);
+    fprintf(out, "%10s %6.2f%% %6.2f%% %10s %6.2f%%  %s\n", t, pct(rows[i].flat, total),
+            pct(running, total), d, pct(rows[i].cum, total), cp->names[rows[i].name]);
+  }
+out:
+  free(a.flat);
+  free(a.cum);
+  free(a.seen);
+  free(rows);
+  return rc;
+}

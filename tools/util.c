@@ -1,0 +1,147 @@
+/* Small helpers the pprt subcommands share: one-line errors, reading a
+ * whole input file, opening an output, parsing options and numbers, and
+ * printing values in a profile's unit. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tools/cli.h"
+
+int cli_error(int code, const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "pprt%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return code;
+}
+
+int cli_read_file(const char *path, size_t max, uint8_t **data, size_t *len, char *err,
+                  size_t errlen) {
+  *data = NULL;
+  *len = 0;
+  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+  if (f == NULL) {
+    snprintf(err, errlen, "cannot open: %s", strerror(errno));
+    return CLI_EINPUT;
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    snprintf(err, errlen, "is a directory, not a file");
+    if (f != stdin)
+      fclose(f);
+    return CLI_EINPUT;
+  }
+  size_t cap = 1 << 16, n = 0;
+  uint8_t *buf = malloc(cap);
+  int rc = CLI_OK;
+  while (buf) {
+    if (n == cap) {
+      if (cap > max) {
+        snprintf(err, errlen, "larger than %zu MiB", max >> 20);
+        rc = CLI_EINPUT;
+        break;
+      }
+      uint8_t *nb = realloc(buf, cap * 2);
+      if (nb == NULL) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) {
+      if (ferror(f)) {
+        snprintf(err, errlen, "cannot read: %s", strerror(errno));
+        rc = CLI_EINPUT;
+      }
+      break;
+    }
+  }
+  if (buf == NULL) {
+    snprintf(err, errlen, "out of memory reading it");
+    rc = CLI_EFAIL;
+  }
+  if (f != stdin)
+    fclose(f);
+  if (rc != CLI_OK) {
+    free(buf);
+    return rc;
+  }
+  *data = buf;
+  *len = n;
+  return CLI_OK;
+}
+
+FILE *cli_open_output(const char *path) {
+  if (strcmp(path, "-") == 0)
+    return stdout;
+  return fopen(path, "w");
+}
+
+int cli_parse_long(const char *s, long long lo, long long hi, long long *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end != '\0' || v < lo || v > hi)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+const char *cli_option_value(int argc, char **argv, int *i, const char *name, int *missing) {
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  *missing = 0;
+  if (strncmp(a, name, n) != 0)
+    return NULL;
+  if (a[n] == '=' && name[1] == '-')
+    return a + n + 1;
+  if (a[n] != '\0')
+    return NULL;
+  if (*i + 1 >= argc) {
+    *missing = 1;
+    return NULL;
+  }
+  return argv[++*i];
+}
+
+/* pprof's scaling: seconds and bytes in the largest unit that keeps the
+ * number at least 1. */
+void cli_format_value(char *buf, size_t len, int64_t v, const char *unit) {
+  double d = (double)v, a = d < 0 ? -d : d;
+  if (v == 0) {
+    snprintf(buf, len, "0");
+    return;
+  }
+  if (strcmp(unit, "nanoseconds") == 0) {
+    if (a >= 1e9)
+      snprintf(buf, len, "%.2fs", d / 1e9);
+    else if (a >= 1e6)
+      snprintf(buf, len, "%.2fms", d / 1e6);
+    else if (a >= 1e3)
+      snprintf(buf, len, "%.2fus", d / 1e3);
+    else
+      snprintf(buf, len, "%lldns", (long long)v);
+  } else if (strcmp(unit, "bytes") == 0) {
+    static const char *const units[] = {"B", "kB", "MB", "GB", "TB"};
+    int u = 0;
+    while (a >= 1024 && u < 4) {
+      a /= 1024;
+      d /= 1024;
+      u++;
+    }
+    if (u == 0)
+      snprintf(buf, len, "%lldB", (long long)v);
+    else
+      snprintf(buf, len, "%.2f%s", d, units[u]);
+  } else {
+    snprintf(buf, len, "%lld", (long long)v);
+  }
+}
