@@ -113,7 +113,8 @@ static void test_wait_and_wake(void **state) {
   uint64_t ms = (pprt__os_monotonic_ns() - t0) / 1000000;
   pthread_join(th, NULL);
   assert_true(ms >= 50);
-  assert_true(ms < (pprt__os_reader_blocks ? 50 + 40 : 50 + 100 + 40));
+  /* 80 ms of slack for scheduling: ctest runs tests in parallel on 2 cores */
+  assert_true(ms < (pprt__os_reader_blocks ? 50 + 80 : 50 + 100 + 80));
 }
 
 static void test_wait_times_out(void **state) {
@@ -122,7 +123,7 @@ static void test_wait_times_out(void **state) {
   uint64_t t0 = pprt__os_monotonic_ns();
   pprt__os_wait(&word, 1, 20000000);
   uint64_t ms = (pprt__os_monotonic_ns() - t0) / 1000000;
-  assert_true(ms < 20 + 100);
+  assert_true(ms < 20 + 100 + 80);
 }
 
 int main(void) {

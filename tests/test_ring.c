@@ -298,7 +298,9 @@ static uint64_t reader_latency_ms(int close, unsigned delay_ms, int *result) {
 }
 
 /* A blocking reader wakes as soon as a writer publishes; a polling reader
- * within its 100 ms period. Either way the record arrives, never early. */
+ * within its 100 ms period. Either way the record arrives, never early.
+ * SLACK covers scheduling delays: ctest runs tests in parallel on 2 cores. */
+#define SLACK 80
 static void test_blocked_reader_wakes_on_write(void **state) {
   (void)state;
   int result;
@@ -306,9 +308,9 @@ static void test_blocked_reader_wakes_on_write(void **state) {
   assert_int_equal(result, 1);
   assert_true(ms >= 150);
   if (pprt__os_reader_blocks)
-    assert_true(ms < 150 + 50);
+    assert_true(ms < 150 + SLACK);
   else
-    assert_true(ms < 150 + 100 + 50);
+    assert_true(ms < 150 + 100 + SLACK);
 }
 
 static void test_blocked_reader_wakes_on_close(void **state) {
@@ -318,9 +320,9 @@ static void test_blocked_reader_wakes_on_close(void **state) {
   assert_int_equal(result, 0);
   assert_true(ms >= 150);
   if (pprt__os_reader_blocks)
-    assert_true(ms < 150 + 50);
+    assert_true(ms < 150 + SLACK);
   else
-    assert_true(ms < 150 + 100 + 50);
+    assert_true(ms < 150 + 100 + SLACK);
 }
 
 static void test_read_timeout(void **state) {
@@ -332,7 +334,7 @@ static void test_read_timeout(void **state) {
   uint64_t t0 = pprt__os_monotonic_ns();
   assert_int_equal(pprt__ring_read(&r, PPRT__RING_BLOCK, 30000000, buf, &rec), -EAGAIN);
   uint64_t ms = (pprt__os_monotonic_ns() - t0) / 1000000;
-  assert_true(ms >= 30 && ms < 30 + 100);
+  assert_true(ms >= 30 && ms < 30 + 100 + SLACK);
   pprt__ring_destroy(&r);
 }
 
