@@ -497,7 +497,26 @@ static int start_reader(session *s) {
   return 0;
 }
 
+static int cpu_start(const pprt_cpu_options *opts, pprt_writer out);
+static int cpu_stop(void);
+
+/* The public entry points: pprt's own allocations on the program's thread
+ * (the ring, the profile) are not the program's, and not sampled. */
 int pprt_cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
+  int paused = pprt__heap_pause();
+  int rc = cpu_start(opts, out);
+  pprt__heap_resume(paused);
+  return rc;
+}
+
+int pprt_cpu_stop(void) {
+  int paused = pprt__heap_pause();
+  int rc = cpu_stop();
+  pprt__heap_resume(paused);
+  return rc;
+}
+
+static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
   pprt_cpu_options o;
   int rc = check_options(opts, &o);
   if (rc != 0)
@@ -602,7 +621,7 @@ static void add_comments(session *s, double cpu) {
   pprt__profile_add_comment(s->prof, c);
 }
 
-int pprt_cpu_stop(void) {
+static int cpu_stop(void) {
   pthread_mutex_lock(&g_control);
   session *s = atomic_load(&g_session);
   if (s == NULL) {

@@ -341,6 +341,16 @@ void pprt__heap_ignore_thread(void) {
   busy = 1;
 }
 
+int pprt__heap_pause(void) {
+  int was = busy;
+  busy = 1;
+  return was;
+}
+
+void pprt__heap_resume(int previous) {
+  busy = previous;
+}
+
 /* ---- the public API -------------------------------------------------------------------- */
 
 int pprt_heap_set_rate(size_t bytes) {
@@ -380,8 +390,7 @@ static double scale_for(size_t size, size_t rate) {
 int pprt_heap_write(pprt_writer out) {
   if (out.write == NULL)
     return -EINVAL;
-  int was_busy = busy;
-  busy = 1;
+  int was_busy = pprt__heap_pause();
   size_t rate = atomic_load(&g_rate);
   static const pprt__value_type types[4] = {{"alloc_objects", "count"},
                                             {"alloc_space", "bytes"},
@@ -391,7 +400,7 @@ int pprt_heap_write(pprt_writer out) {
   int rc = pprt__profile_new(&p, types, 4, (pprt__value_type){"space", "bytes"},
                              (int64_t)(rate ? rate : PPRT__HEAP_DEFAULT_RATE));
   if (rc != 0) {
-    busy = was_busy;
+    pprt__heap_resume(was_busy);
     return rc;
   }
   pprt__profile_set_default_type(p, "inuse_space");
@@ -420,6 +429,6 @@ int pprt_heap_write(pprt_writer out) {
   if (rc == 0)
     rc = pprt__profile_write_os(p, 1, out);
   pprt__profile_free(p);
-  busy = was_busy;
+  pprt__heap_resume(was_busy);
   return rc;
 }

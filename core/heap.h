@@ -95,6 +95,12 @@ void pprt__heap_realloc_end(pprt__heap_held *h, int ok);
  * reader and writer threads): never sampled. */
 void pprt__heap_ignore_thread(void);
 
+/* Around a public entry point that allocates pprt's own memory on the
+ * program's thread (a session's ring and buffers, a profile being built):
+ * pause returns the previous state for resume. */
+int pprt__heap_pause(void);
+void pprt__heap_resume(int previous);
+
 /* Mean bytes between samples when heap profiling is turned on without a
  * rate: Go's MemProfileRate, jemalloc's lg_prof_sample 19. */
 #define PPRT__HEAP_DEFAULT_RATE ((size_t)512 * 1024)

@@ -1842,6 +1842,15 @@ static int check_limit(size_t *limit) {
   return *limit < MIN_BUFFER_LIMIT ? -EINVAL : 0;
 }
 
+/* session_start with the allocation sampler paused: the session's buffers
+ * are pprt's memory, not the program's. */
+static int session_start_paused(const start_args *a) {
+  int paused = pprt__heap_pause();
+  int rc = session_start(a);
+  pprt__heap_resume(paused);
+  return rc;
+}
+
 int pprt_trace_start(const pprt_trace_options *opts, pprt_writer out) {
   pprt_trace_options o;
   copy_options(&o, sizeof o, opts, opts ? opts->size : 0);
@@ -1852,11 +1861,14 @@ int pprt_trace_start(const pprt_trace_options *opts, pprt_writer out) {
   if (o.generation_ns < MIN_GENERATION_NS)
     return -EINVAL;
   start_args a = {0, o.buffer_limit, o.generation_ns, STREAM_GEN_BYTES, 0, 0, !o.no_symbolize, out};
-  return session_start(&a);
+  return session_start_paused(&a);
 }
 
 int pprt_trace_stop(void) {
-  return session_stop(0);
+  int paused = pprt__heap_pause();
+  int rc = session_stop(0);
+  pprt__heap_resume(paused);
+  return rc;
 }
 
 int pprt_flight_start(const pprt_flight_options *opts) {
@@ -1873,11 +1885,14 @@ int pprt_flight_start(const pprt_flight_options *opts) {
   pprt_writer none = {NULL, NULL};
   start_args a = {1,           o.buffer_limit, o.max_age_ns / 4, o.max_bytes / 4,
                   o.max_bytes, o.max_age_ns,   !o.no_symbolize,  none};
-  return session_start(&a);
+  return session_start_paused(&a);
 }
 
 int pprt_flight_stop(void) {
-  return session_stop(1);
+  int paused = pprt__heap_pause();
+  int rc = session_stop(1);
+  pprt__heap_resume(paused);
+  return rc;
 }
 
 /* Asks the writer to end the generation; waits until it has. Under
