@@ -5,8 +5,8 @@
  * "sorter" thread in demo_sort_records and main in demo_multiply_matrices.
  * Each allocates at its own site (demo_make_strings, demo_make_records,
  * demo_make_matrix), some of it kept until exit, so a heap profile has both
- * allocated and in-use bytes. Where this build of pprt has the trace API,
- * every batch is a region and ends with a log line and a counter.
+ * allocated and in-use bytes. For the trace, every batch is a region, the
+ * hashers count their batches, and each thread logs when it is done.
  *
  * It links pprt's shared library for the annotations: under pprt record
  * the preloaded copy of pprt answers those calls (the dynamic linker binds
@@ -22,21 +22,6 @@
 #include <time.h>
 
 #include "pprt.h"
-
-#if DEMO_HAVE_TRACE
-#define DEMO_REGION_BEGIN(name) ((void)pprt_region_begin(name))
-#define DEMO_REGION_END() ((void)pprt_region_end())
-#define DEMO_LOG(cat, msg) ((void)pprt_log(cat, msg))
-#define DEMO_COUNTER(name, v) ((void)pprt_counter(name, v))
-#define DEMO_THREAD_NAME(name) ((void)pprt_thread_name(name))
-#else
-/* This pprt has no trace API yet: the annotations compile to nothing. */
-#define DEMO_REGION_BEGIN(name) ((void)(name))
-#define DEMO_REGION_END() ((void)0)
-#define DEMO_LOG(cat, msg) ((void)(cat), (void)(msg))
-#define DEMO_COUNTER(name, v) ((void)(name), (void)(v))
-#define DEMO_THREAD_NAME(name) ((void)(name))
-#endif
 
 /* Kept as they are written, so the profile names them: no inlining, and
  * with GCC no specialised clones (name.constprop.0). */
@@ -61,7 +46,7 @@ static void name_thread(const char *name) {
 #else
   pthread_setname_np(pthread_self(), name);
 #endif
-  DEMO_THREAD_NAME(name);
+  pprt_thread_name(name);
 }
 
 /* ---- hashing ------------------------------------------------------------------ */
@@ -91,7 +76,7 @@ NOINLINE static void *hasher(void *arg) {
   name_thread("hasher");
   double end = now() + seconds;
   for (uint64_t batch = 0; now() < end; batch++) {
-    DEMO_REGION_BEGIN("hash batch");
+    pprt_region_begin("hash batch");
     char **v = demo_make_strings(4096, batch);
     if (v) {
       sink ^= demo_hash_strings(v, 4096);
@@ -99,10 +84,10 @@ NOINLINE static void *hasher(void *arg) {
         free(v[i]);
       free(v);
     }
-    DEMO_REGION_END();
-    DEMO_COUNTER("hash batches", (int64_t)batch + 1);
+    pprt_region_end();
+    pprt_counter("hash batches", (int64_t)batch + 1);
   }
-  DEMO_LOG("demo", "hasher done");
+  pprt_log("demo", "hasher done");
   return NULL;
 }
 
@@ -158,7 +143,7 @@ NOINLINE static void *sorter(void *arg) {
   name_thread("sorter");
   double end = now() + seconds;
   for (uint64_t batch = 0; now() < end; batch++) {
-    DEMO_REGION_BEGIN("sort batch");
+    pprt_region_begin("sort batch");
     record *r = demo_make_records(20000, batch);
     if (r) {
       demo_sort_records(r, 20000);
@@ -168,9 +153,9 @@ NOINLINE static void *sorter(void *arg) {
       else
         free(r);
     }
-    DEMO_REGION_END();
+    pprt_region_end();
   }
-  DEMO_LOG("demo", "sorter done");
+  pprt_log("demo", "sorter done");
   return NULL;
 }
 
@@ -199,7 +184,7 @@ NOINLINE static void demo_multiply_matrices(const double *a, const double *b, do
 NOINLINE static void multiply_loop(void) {
   double end = now() + seconds;
   for (uint64_t batch = 0; now() < end; batch++) {
-    DEMO_REGION_BEGIN("multiply batch");
+    pprt_region_begin("multiply batch");
     double *a = demo_make_matrix(batch), *b = demo_make_matrix(batch + 1), *c = demo_make_matrix(0);
     if (a && b && c) {
       demo_multiply_matrices(a, b, c);
@@ -208,9 +193,9 @@ NOINLINE static void multiply_loop(void) {
     free(a);
     free(b);
     free(c);
-    DEMO_REGION_END();
+    pprt_region_end();
   }
-  DEMO_LOG("demo", "multiply done");
+  pprt_log("demo", "multiply done");
 }
 
 int main(int argc, char **argv) {
@@ -219,7 +204,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   name_thread("main");
-  DEMO_LOG("demo", "start");
+  pprt_log("demo", "start");
   static record *kept[16];
   pthread_t th[3];
   pthread_create(&th[0], NULL, hasher, NULL);
@@ -228,7 +213,7 @@ int main(int argc, char **argv) {
   multiply_loop();
   for (int i = 0; i < 3; i++)
     pthread_join(th[i], NULL);
-  DEMO_LOG("demo", "done");
+  pprt_log("demo", "done");
   printf("demo: done (%s, checksum %llx)\n", pprt_version(), (unsigned long long)sink);
   return 0;
 }

@@ -12,8 +12,8 @@
 #             hottest function
 #   badinput  every bad input and bad usage: the one-line message and the
 #             exit code
-#   trace     trace check / export on a missing file, and on a file while
-#             this build has no trace decoder
+#   trace     pprt record --trace on examples/demo, trace check and export;
+#             a missing, foreign, newer-version and truncated trace
 #
 # Inputs: -DMODE= -DPPRT= -DPRELOAD= -DBURN= -DVICTIM= -DWAIT= -DOUT=
 #         -DGO= -DGO_SRC= -DCHROMIUM= -DDEMO=
@@ -449,21 +449,65 @@ if(MODE STREQUAL "trace")
   expect(r 2 "^pprt trace: unknown subcommand 'frob'" "trace frob")
   run(r ${PPRT} trace export)
   expect(r 2 "^pprt trace export: missing FILE" "trace export without FILE")
-  file(WRITE ${OUT}/t.pprt "not a trace\n")
+  file(WRITE ${OUT}/t.pprt "this is not a trace but a line of text\n")
   run(r ${PPRT} trace check ${OUT}/t.pprt)
-  if(r_rc EQUAL 4)
-    # This build has no trace decoder yet: the one line says so, exit 4.
-    expect(r 4 "^pprt trace check: [^\n]*/t.pprt: this build of pprt has no trace decoder yet"
-           "trace check without a decoder")
-    run(r ${PPRT} trace export ${OUT}/t.pprt -o ${OUT}/t.json)
-    expect(r 4 "no trace decoder yet" "trace export without a decoder")
-    if(EXISTS ${OUT}/t.json OR EXISTS ${OUT}/t.json.tmp)
-      message(FATAL_ERROR "trace export without a decoder left a file behind")
-    endif()
-    message(STATUS "trace: no decoder in this build: exit 4, said so")
-  else()
-    expect(r 3 "^pprt trace check: [^\n]*/t.pprt: " "trace check on a text file")
+  expect(r 3 "^pprt trace check: [^\n]*/t.pprt: offset 0: not a pprt trace[^\n]*\n$"
+         "trace check on a text file")
+
+  # A real trace: examples/demo recorded with --trace; its regions, logs,
+  # counters and named threads come back from check and export.
+  if(NOT DEMO)
+    message(FATAL_ERROR "the trace test needs examples/demo (PPRT_BUILD_EXAMPLES)")
   endif()
+  run(r ${PPRT} record -o ${OUT}/rec --trace -- ${DEMO} 0.5)
+  expect(r 0 "trace.pprt: [0-9.]+ KiB, valid; events [0-9]+ \\(lost [0-9]+\\); threads [1-9][0-9]*; time span [0-9.]+ s"
+         "pprt record --trace")
+  set(trace ${OUT}/rec/trace.pprt)
+  run(c ${PPRT} trace check ${trace})
+  expect(c 0 "^$" "pprt trace check")
+  foreach(want "^trace format version [0-9]+, process [0-9]+, [0-9]+ bytes: valid\n"
+          "generations +[1-9]" "time span +[0-9.]+ s" "region_begin +[1-9]" "region_end +[1-9]"
+          "log +[1-9]" "counter +[1-9]" "threads +[1-9]" " hasher\n" " sorter\n")
+    if(NOT c_out MATCHES "${want}")
+      message(FATAL_ERROR "trace check lacks '${want}':\n${c_out}")
+    endif()
+  endforeach()
+  run(e ${PPRT} trace export ${trace} -o ${OUT}/trace.json)
+  expect(e 0 "wrote [^\n]*trace.json" "pprt trace export")
+  file(READ ${OUT}/trace.json json)
+  foreach(want "\"traceEvents\"" "\"ph\":\"B\"[^\n]*\"name\":\"hash batch\""
+          "\"ph\":\"E\"" "\"ph\":\"C\"" "\"name\":\"thread_name\"[^\n]*\"hasher\"")
+    if(NOT json MATCHES "${want}")
+      message(FATAL_ERROR "trace.json lacks ${want}")
+    endif()
+  endforeach()
+  if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.19)
+    string(JSON nevents ERROR_VARIABLE jerr LENGTH "${json}" traceEvents)
+    if(jerr OR nevents LESS 10)
+      message(FATAL_ERROR "trace.json does not parse as JSON with traceEvents: ${jerr}")
+    endif()
+  endif()
+  run(e ${PPRT} trace export ${trace} -o -)
+  if(NOT e_rc EQUAL 0 OR NOT e_out MATCHES "^{")
+    message(FATAL_ERROR "trace export -o - did not write JSON to stdout: ${e_err}")
+  endif()
+
+  # A newer format version (byte 8 of the header) and a cut-off file: one
+  # line with the offset and the reason, exit 3, no OUT left behind.
+  execute_process(COMMAND sh -c "head -c 8 \"$0\"; printf '\\143'; tail -c +10 \"$0\"" ${trace}
+                  OUTPUT_FILE ${OUT}/v99.pprt)
+  run(v ${PPRT} trace check ${OUT}/v99.pprt)
+  expect(v 3 "^pprt trace check: [^\n]*/v99.pprt: offset 8: trace format version 99 is newer than this reader[^\n]*\n$"
+         "a trace of version 99")
+  execute_process(COMMAND head -c 100 ${trace} OUTPUT_FILE ${OUT}/cut.pprt)
+  run(v ${PPRT} trace check ${OUT}/cut.pprt)
+  expect(v 3 "^pprt trace check: [^\n]*/cut.pprt: offset [0-9]+: [^\n]+\n$" "a truncated trace")
+  run(v ${PPRT} trace export ${OUT}/cut.pprt -o ${OUT}/cut.json)
+  expect(v 3 "^pprt trace export: [^\n]*/cut.pprt: offset [0-9]+: " "export of a truncated trace")
+  if(EXISTS ${OUT}/cut.json OR EXISTS ${OUT}/cut.json.tmp)
+    message(FATAL_ERROR "export of a bad trace left a file behind")
+  endif()
+  message(STATUS "trace: record --trace, check, export; bad version and truncation: exit 3")
   return()
 endif()
 

@@ -18,7 +18,6 @@ enum {
   CLI_EFAIL = 1,      /* an output could not be written, out of memory */
   CLI_EUSAGE = 2,     /* bad command line: unknown option, missing argument */
   CLI_EINPUT = 3,     /* an input file unreadable or not what it must be */
-  CLI_ENOTBUILT = 4,  /* a part of pprt this build does not have yet */
   CLI_ERECORD = 125,  /* record itself failed: no preload library, no output dir */
   CLI_ENOEXEC = 126,  /* record: the program exists but cannot be run */
   CLI_ENOTFOUND = 127 /* record: the program was not found */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "tools/cli.h"
+#include "tools/trace_backend.h"
 
 extern char **environ;
 
@@ -557,18 +558,49 @@ static void summarize_heap(const char *dir, int status) {
   cli_profile_free(&cp);
 }
 
+/* The trace's check summary, condensed to one line: validity, events,
+ * threads, time span. */
 static void summarize_trace(const char *dir, int status) {
   char path[PATH_MAX + 16];
   snprintf(path, sizeof path, "%s/trace.pprt", dir);
-  struct stat st;
-  if (!written(path) || stat(path, &st) != 0) {
+  if (!written(path)) {
     why_missing("trace", status);
-    if (g_any_written)
-      fprintf(stderr, "    (it writes PPRT_TRACE once it has the trace encoder, issue 6)\n");
+    list_children(dir, "trace.pprt");
     return;
   }
-  fprintf(stderr, "  %s: %.1f KiB (pprt trace check %s; pprt trace export %s)\n", path,
-          (double)st.st_size / 1024, path, path);
+  uint8_t *data;
+  size_t len;
+  char err[512];
+  if (cli_read_file(path, (size_t)1 << 32, &data, &len, err, sizeof err) != CLI_OK) {
+    fprintf(stderr, "  %s: %s\n", path, err);
+    return;
+  }
+  FILE *tmp = tmpfile();
+  int rc = tmp ? cli_trace_check(data, len, tmp, err, sizeof err) : -ENOMEM;
+  fprintf(stderr, "  %s: %.1f KiB", path, (double)len / 1024);
+  if (rc == 0) {
+    char line[256], events[256] = "", threads[256] = "", span[256] = "";
+    rewind(tmp);
+    /* The check's own lines: "events       N (lost M)", "threads      N",
+     * "time span    S s". */
+    static const char *const keys[] = {"events ", "threads ", "time span "};
+    char *const vals[] = {events, threads, span};
+    while (fgets(line, sizeof line, tmp)) {
+      line[strcspn(line, "\n")] = '\0';
+      for (size_t k = 0; k < 3; k++)
+        if (strncmp(line, keys[k], strlen(keys[k])) == 0) {
+          const char *v = line + strlen(keys[k]);
+          snprintf(vals[k], sizeof events, "%s", v + strspn(v, " "));
+        }
+    }
+    fprintf(stderr, ", valid; events %s; threads %s; time span %s", events, threads, span);
+  } else {
+    fprintf(stderr, ", not valid: %s", err);
+  }
+  fprintf(stderr, "\n    pprt trace check %s; pprt trace export %s\n", path, path);
+  if (tmp)
+    fclose(tmp);
+  free(data);
   list_children(dir, "trace.pprt");
 }
 

@@ -21,8 +21,7 @@ static const char usage[] =
     "        place of .pprt; \"-\" for standard output)\n"
     "\n"
     "Exit status: 0 ok, 1 OUT cannot be written, 2 bad usage, 3 FILE unreadable,\n"
-    "malformed or of an unknown version, 4 this pprt was built without the\n"
-    "trace decoder.\n";
+    "malformed or of an unknown version.\n";
 
 /* Largest trace read into memory. */
 #define TRACE_MAX_BYTES ((size_t)4 << 30)
@@ -103,9 +102,7 @@ int cli_cmd_trace(int argc, char **argv) {
   int brc = export ? cli_trace_export(data, len, out, err, sizeof err)
                    : cli_trace_check(data, len, out, err, sizeof err);
   int crc = out == stdout ? fflush(out) : fclose(out);
-  if (brc == -ENOSYS)
-    rc = cli_error(CLI_ENOTBUILT, cmd, "%s: %s", file, err);
-  else if (brc == -ENOMEM)
+  if (brc == -ENOMEM)
     rc = cli_error(CLI_EFAIL, cmd, "%s: out of memory", file);
   else if (brc == -EIO || (brc == 0 && crc != 0))
     rc = cli_error(CLI_EFAIL, cmd, "%s: writing failed: %s", outpath ? outpath : "stdout",

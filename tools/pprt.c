@@ -32,7 +32,6 @@ static const char usage[] =
     "  2    bad usage: unknown command or option, missing argument\n"
     "  3    an input file is unreadable, not a profile or trace, truncated, or of\n"
     "       an unknown version\n"
-    "  4    the command needs a part of pprt this build does not have yet\n"
     "  record exits with its program's status, or re-raises the signal that\n"
     "  killed it (128+N if it cannot); and 125 when pprt itself fails there (no\n"
     "  preload library, output directory not writable), 126 when the program\n"

@@ -1,7 +1,6 @@
 /* The seam between `pprt trace` and the trace decoder in core: the command
  * reads the file and handles options; these functions validate, summarise
- * and export. trace_backend.c implements them on core's decoder where this
- * build has it, and otherwise says so with -ENOSYS. */
+ * and export (trace_backend.c, on core/trace.h). */
 #ifndef PPRT_TOOLS_TRACE_BACKEND_H
 #define PPRT_TOOLS_TRACE_BACKEND_H
 
@@ -12,7 +11,7 @@
 /* Validates a whole trace file and prints a summary (threads, events by
  * type, time span, generations) to out. 0; -EINVAL with the reason (and
  * the offset) in err for a malformed trace or an unknown version; -ENOMEM;
- * -ENOSYS when this build has no trace decoder. */
+ * -EIO when out could not be written. */
 int cli_trace_check(const uint8_t *data, size_t len, FILE *out, char *err, size_t errlen);
 
 /* Writes the trace as Chrome Trace Event JSON. Errors as cli_trace_check;
