@@ -894,8 +894,8 @@ static void bench_handler_cost(void) {
          "  probes each new stack page with a system call. Paced: single signals %.1f ms\n"
          "  apart, the thread busy in between (cold caches: the empty handler costs more\n"
          "  than in batches). \"reader asleep\" has a thread blocked in pprt__ring_read,\n"
-         "  as pprt's reader is between samples (this build: PPRT_READER=%s);\n"
-         "  \"no reader\" has none.\n",
+         "  as pprt's reader is between samples; \"no reader\" has none. This build:\n"
+         "  PPRT_READER=%s.\n",
          clk, 0.5,
          pprt__os_reader_blocks ? "blocking, each record wakes the reader"
                                 : "poll, the reader wakes every 100 ms");
