@@ -82,9 +82,16 @@ static void wake_reader(pprt__ring *r) {
  * sees the record we published before it; if the reader's comes first, we
  * read its 1 and wake it. (RMWs rather than fences: ThreadSanitizer does not
  * model fences, and the CI runs the ring under it.) */
-static void notify_reader(pprt__ring *r) {
+static void notify_reader(pprt__ring *r, size_t end) {
+  if (r->wake_words != 0 &&
+      end - atomic_load_explicit(&r->tail, memory_order_relaxed) < r->wake_words)
+    return; /* not enough waiting yet: the reader's timeout will find it */
   if (atomic_fetch_or_explicit(&r->reader_waiting, 0, memory_order_acq_rel))
     wake_reader(r);
+}
+
+void pprt__ring_set_wake_threshold(pprt__ring *r, size_t words) {
+  r->wake_words = words;
 }
 
 static void writer_leave(pprt__ring *r) {
@@ -157,7 +164,7 @@ int pprt__ring_write(pprt__ring *r, uint64_t timestamp, const uint64_t *hdr, con
     pos += overflow_len;
   }
   put_record(r, pos, PPRT__RING_DATA, timestamp, hdr, pcs, npcs);
-  notify_reader(r);
+  notify_reader(r, pos + len);
   writer_leave(r);
   return 0;
 }

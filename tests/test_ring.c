@@ -338,6 +338,55 @@ static void test_read_timeout(void **state) {
   pprt__ring_destroy(&r);
 }
 
+/* With a wake threshold, a small write leaves the reader asleep until its
+ * timeout; a write that fills the ring past the threshold wakes it (in
+ * blocking builds) at once. */
+struct filler {
+  pprt__ring *r;
+  unsigned delay_ms;
+  size_t records;
+};
+
+static void *delayed_fill(void *arg) {
+  struct filler *f = arg;
+  sleep_ms(f->delay_ms);
+  uintptr_t pcs[16] = {0};
+  for (size_t i = 0; i < f->records; i++)
+    pprt__ring_write(f->r, 1, NULL, pcs, 16);
+  return NULL;
+}
+
+static uint64_t threshold_latency_ms(size_t records) {
+  pprt__ring r;
+  assert_int_equal(pprt__ring_init(&r, 1024, HDR, 1), 0);
+  pprt__ring_set_wake_threshold(&r, 512);
+  expect_rate(&r, 1);
+  struct filler f = {&r, 50, records};
+  pthread_t th;
+  uint64_t t0 = pprt__os_monotonic_ns();
+  assert_int_equal(pthread_create(&th, NULL, delayed_fill, &f), 0);
+  pprt__ring_record rec;
+  assert_int_equal(pprt__ring_read(&r, PPRT__RING_BLOCK, 400000000, buf, &rec), 1);
+  uint64_t ms = (pprt__os_monotonic_ns() - t0) / 1000000;
+  pthread_join(th, NULL);
+  pprt__ring_destroy(&r);
+  return ms;
+}
+
+static void test_wake_threshold(void **state) {
+  (void)state;
+  uint64_t small = threshold_latency_ms(1);  /* 20 words: below 512 */
+  uint64_t big = threshold_latency_ms(30);   /* 600 words: past it */
+  print_message("first record after %llu ms (below the threshold), %llu ms (past it)\n",
+                (unsigned long long)small, (unsigned long long)big);
+  if (pprt__os_reader_blocks) {
+    assert_true(small >= 400); /* found at the read timeout, not woken */
+    assert_true(big < 50 + SLACK);
+  } else { /* a polling reader looks every 100 ms either way */
+    assert_true(small < 50 + 100 + SLACK && big < 50 + 100 + SLACK);
+  }
+}
+
 /* ---- many writers at once --------------------------------------------------- */
 
 /* Each record carries: hdr[0] = writer id, hdr[1] = that writer's sequence
@@ -509,6 +558,7 @@ int main(void) {
       cmocka_unit_test(test_blocked_reader_wakes_on_write),
       cmocka_unit_test(test_blocked_reader_wakes_on_close),
       cmocka_unit_test(test_read_timeout),
+      cmocka_unit_test(test_wake_threshold),
       cmocka_unit_test(test_stress_threads_and_signal_handlers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
