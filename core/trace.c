@@ -197,9 +197,13 @@ static int itable_init(itable *t, size_t cap, size_t arena_limit) {
 }
 
 static void tables_init(void) {
+  /* pprt's memory, not the program's: the first pprt_thread_name may come
+   * before any trace, on a thread the heap sampler watches. */
+  int paused = pprt__heap_pause();
   if (itable_init(&g_strings, STR_SLOTS, STR_ARENA_LIMIT) == 0 &&
       itable_init(&g_stacks, STACK_SLOTS, STACK_ARENA_LIMIT) == 0)
     atomic_store_explicit(&g_tables_ok, 1, memory_order_release);
+  pprt__heap_resume(paused);
 }
 
 static int tables_ready(void) {

@@ -133,6 +133,9 @@ typedef struct pprt__trace {
   void *mem_; /* the decoder's allocations */
 } pprt__trace;
 
+/* Largest trace file the decoder accepts. */
+#define PPRT__TRACE_MAX_BYTES ((size_t)1 << 30)
+
 /* Decoding flags. */
 enum {
   /* Accept a file whose last generation is incomplete (a program that died

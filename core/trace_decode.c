@@ -22,9 +22,6 @@
 #include "core/trace.h"
 #include "core/trace_format.h"
 
-/* Largest input the decoder accepts. */
-#define MAX_INPUT ((size_t)1 << 30)
-
 /* ---- memory ------------------------------------------------------------------------- */
 
 typedef struct block {
@@ -767,8 +764,8 @@ int pprt__trace_decode(const void *data, size_t len, unsigned flags, pprt__trace
   if (d.t == NULL)
     return oom(&d, 0);
   const uint8_t *p = data;
-  if (len > MAX_INPUT)
-    fail(&d, 0, -EFBIG, "trace of %zu bytes (at most %zu)", len, MAX_INPUT);
+  if (len > PPRT__TRACE_MAX_BYTES)
+    fail(&d, 0, -EFBIG, "trace of %zu bytes (at most %zu)", len, PPRT__TRACE_MAX_BYTES);
   else if (len < PPRT__TRACE_HEADER_LEN)
     fail(&d, len, -EINVAL, "file of %zu bytes is shorter than the %d-byte header", len,
          PPRT__TRACE_HEADER_LEN);

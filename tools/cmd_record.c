@@ -571,7 +571,7 @@ static void summarize_trace(const char *dir, int status) {
   uint8_t *data;
   size_t len;
   char err[512];
-  if (cli_read_file(path, (size_t)1 << 32, &data, &len, err, sizeof err) != CLI_OK) {
+  if (cli_read_file(path, CLI_TRACE_MAX_BYTES, &data, &len, err, sizeof err) != CLI_OK) {
     fprintf(stderr, "  %s: %s\n", path, err);
     return;
   }

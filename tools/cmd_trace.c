@@ -23,9 +23,6 @@ static const char usage[] =
     "Exit status: 0 ok, 1 OUT cannot be written, 2 bad usage, 3 FILE unreadable,\n"
     "malformed or of an unknown version.\n";
 
-/* Largest trace read into memory. */
-#define TRACE_MAX_BYTES ((size_t)4 << 30)
-
 static char *default_output(const char *in) {
   size_t n = strlen(in);
   char *out = malloc(n + 6);
@@ -75,7 +72,7 @@ int cli_cmd_trace(int argc, char **argv) {
   uint8_t *data;
   size_t len;
   char err[512];
-  int rc = cli_read_file(file, TRACE_MAX_BYTES, &data, &len, err, sizeof err);
+  int rc = cli_read_file(file, CLI_TRACE_MAX_BYTES, &data, &len, err, sizeof err);
   if (rc != CLI_OK)
     return cli_error(rc, cmd, "%s: %s", file, err);
   char *defpath = NULL;

@@ -8,6 +8,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/trace.h"
+
+/* Largest trace file worth reading: the decoder's bound, which fits a
+ * 32-bit size_t. */
+#define CLI_TRACE_MAX_BYTES PPRT__TRACE_MAX_BYTES
+
 /* Validates a whole trace file and prints a summary (threads, events by
  * type, time span, generations) to out. 0; -EINVAL with the reason (and
  * the offset) in err for a malformed trace or an unknown version; -ENOMEM;
