@@ -376,8 +376,12 @@ static void take_record(session *s, const pprt__ring_record *rec) {
     s->external += (uint64_t)count;
     pprt__profile_add_synthetic(s->prof, PPRT__FRAME_EXTERNAL, v, labels, nlabels);
   } else {
-    pprt__profile_add(s->prof, (const uintptr_t *)rec->pcs, rec->npcs, PPRT__STACK_LEAF_EXACT,
-                      v, labels, nlabels);
+    /* The ring holds 64-bit words; on 32-bit systems a pc is narrower. */
+    uintptr_t pcs[MAX_DEPTH];
+    size_t n = rec->npcs < MAX_DEPTH ? rec->npcs : MAX_DEPTH;
+    for (size_t i = 0; i < n; i++)
+      pcs[i] = (uintptr_t)rec->pcs[i];
+    pprt__profile_add(s->prof, pcs, n, PPRT__STACK_LEAF_EXACT, v, labels, nlabels);
   }
 }
 

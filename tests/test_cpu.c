@@ -320,6 +320,20 @@ static void test_deep_recursion_truncated(void **state) {
     if (p->sample[i]->n_location_id > deepest)
       deepest = p->sample[i]->n_location_id;
   assert_int_equal(deepest, 64);
+  /* Caller frames are right too, not only the leaf: samples taken inside
+   * the recursion show `recurse` above the leaf (this caught pcs read as
+   * the wrong width on i386). */
+  int caller_named = 0;
+  for (size_t i = 0; i < p->n_sample && !caller_named; i++)
+    for (size_t j = 1; j < p->sample[i]->n_location_id; j++)
+      if (strncmp(fn_name(p, p->sample[i]->location_id[j]), "recurse", 7) == 0)
+        caller_named = 1;
+  assert_true(caller_named);
+  /* and no frame is a null or near-null address, which is what pcs read
+   * at the wrong width give */
+  for (size_t i = 0; i < p->n_location; i++)
+    if (p->location[i]->mapping_id != 0)
+      assert_true(p->location[i]->address >= 4096);
   pprt__profile_decoded_free(p);
   free(m.data);
 }
