@@ -176,10 +176,14 @@ if(MODE STREQUAL "views")
   if(NOT first MATCHES "burn_hot_inner$")
     message(FATAL_ERROR "top row is not burn_hot_inner:\n${t_out}")
   endif()
+  # A sample outside the burner threads (the main thread, a vdso frame
+  # alone) may keep the root below 100%: a root holds nearly everything.
   run(t ${PPRT} top --cum -n 1 ${prof})
   string(REGEX MATCH "name\n[^\n]*" first "${t_out}")
-  if(NOT first MATCHES "100.00%  [^\n]+$" OR first MATCHES "burn_hot_inner")
-    message(FATAL_ERROR "top --cum -n 1: want a 100% root row:\n${t_out}")
+  string(REGEX MATCH "([0-9.]+)%  +[^ \n%]+$" _ "${first}")
+  set(cum_pct "${CMAKE_MATCH_1}")
+  if(NOT cum_pct OR cum_pct LESS 90 OR first MATCHES "burn_hot_inner")
+    message(FATAL_ERROR "top --cum -n 1: want a root row with >= 90% cum:\n${t_out}")
   endif()
 
   # collapse: root first, counts summing to the total of the chosen type.
