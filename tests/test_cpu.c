@@ -34,6 +34,7 @@
 #include "core/platform.h"
 #include "core/profile.h"
 #include "pprt.h"
+#include "tests/membuf.h"
 
 /* Sanitizers keep freed memory in quarantine: RSS says nothing there, and
  * LeakSanitizer checks the same thing properly. */
@@ -50,23 +51,6 @@
 
 /* ---- helpers ------------------------------------------------------------------- */
 
-typedef struct membuf {
-  uint8_t *data;
-  size_t len, cap;
-} membuf;
-
-static int mem_write(void *ctx, const void *data, size_t len) {
-  membuf *m = ctx;
-  if (m->len + len > m->cap) {
-    m->cap = (m->len + len) * 2;
-    m->data = realloc(m->data, m->cap);
-    if (!m->data)
-      return -ENOMEM;
-  }
-  memcpy(m->data + m->len, data, len);
-  m->len += len;
-  return 0;
-}
 
 static double scale(void) {
   const char *s = getenv("PPRT_TEST_CPU_SCALE");

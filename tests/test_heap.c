@@ -34,6 +34,7 @@
 #include "core/heap.h"
 #include "core/profile.h"
 #include "pprt.h"
+#include "tests/membuf.h"
 
 extern char **environ;
 
@@ -321,21 +322,6 @@ void *arena_site(arena *a) {
   return p;
 }
 
-typedef struct membuf {
-  uint8_t *data;
-  size_t len, cap;
-} membuf;
-
-static int mem_write(void *ctx, const void *data, size_t len) {
-  membuf *m = ctx;
-  if (m->len + len > m->cap) {
-    m->cap = (m->len + len) * 2;
-    m->data = realloc(m->data, m->cap);
-  }
-  memcpy(m->data + m->len, data, len);
-  m->len += len;
-  return 0;
-}
 
 static Pprt__Profile *write_heap(membuf *m) {
   m->len = 0;

@@ -11,38 +11,8 @@
 
 #include "core/trace.h"
 #include "pprt.h"
+#include "tests/membuf.h"
 
-typedef struct membuf {
-  unsigned char *data;
-  size_t len, cap;
-} membuf;
-
-static int mem_write(void *ctx, const void *data, size_t len) {
-  membuf *m = ctx;
-  if (m->len + len > m->cap) {
-    size_t ncap = m->cap ? m->cap : 4096;
-    while (ncap < m->len + len)
-      ncap *= 2;
-    unsigned char *p = realloc(m->data, ncap);
-    if (p == NULL)
-      return -ENOMEM;
-    m->data = p;
-    m->cap = ncap;
-  }
-  memcpy(m->data + m->len, data, len);
-  m->len += len;
-  return 0;
-}
-
-static pprt_writer mem_writer(membuf *m) {
-  pprt_writer w = {mem_write, m};
-  return w;
-}
-
-static void mem_free(membuf *m) {
-  free(m->data);
-  memset(m, 0, sizeof *m);
-}
 
 /* ---- a JSON reader -------------------------------------------------------------------- */
 
