@@ -56,9 +56,10 @@ PPRT_API pprt_writer pprt_writer_fd(int fd);
 
 /* Which timers drive the CPU profiler. */
 typedef enum pprt_timer_mode {
-  /* Per-thread CPU timers where the OS has them (Linux), with the process
-   * timer as a fallback for threads pprt has not seen yet; the process
-   * timer alone elsewhere. */
+  /* The best source the system allows: PPRT_TIMER_PERF where
+   * perf_event_open works (Linux), else per-thread CPU timers (Linux),
+   * else the process timer. The profile's comments say which ran and why
+   * a better one was refused. */
   PPRT_TIMER_AUTO = 0,
   /* Per-thread CPU timers only (Linux); pprt_cpu_start fails with -ENOTSUP
    * where there are none. */
@@ -67,6 +68,12 @@ typedef enum pprt_timer_mode {
    * under-samples once more than ~2.5 threads are busy and splits samples
    * unevenly between threads (Go issue 35057). */
   PPRT_TIMER_PROCESS = 2,
+  /* A per-thread perf_event task clock (Linux): driven by a high-resolution
+   * timer rather than the scheduler tick, at randomized intervals, each
+   * sample weighted by the CPU time of the interval that ended. Rates above
+   * the kernel's tick rate are honoured and periodic programs do not alias.
+   * -ENOTSUP where perf events are refused (seccomp, perf_event_paranoid). */
+  PPRT_TIMER_PERF = 3,
 } pprt_timer_mode;
 
 typedef enum pprt_unwinder {
