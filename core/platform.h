@@ -231,9 +231,9 @@ unsigned pprt__os_sigprof_overrun(const siginfo_t *info);
  * the clock also fires while the thread is in the kernel, and the signal
  * arrives on the way back to user space, as a CPU timer's would. Otherwise
  * it is opened with the kernel excluded (PPRT__OS_CLOCK_USER_ONLY set in
- * flags on return): a period that runs out in the kernel sends nothing
- * and the next signal comes a period later, so the handler must read the
- * clock to know how much CPU time passed.
+ * flags on return): it still counts kernel time, but a period that runs
+ * out in the kernel sends nothing and the next signal comes a period
+ * later, so the handler reads the clock to know how much CPU time passed.
  *
  * open: the clock starts at 0, disabled; start enables it with the first
  * period. Errors: -ENOTSUP (no perf events: not Linux, seccomp, ENOSYS),
