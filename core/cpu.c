@@ -69,6 +69,7 @@ typedef struct slot {
   _Atomic uint64_t tid; /* 0 never used, TID_GONE removed */
   _Atomic int fd;       /* its sampling clock, -1 for a CPU timer */
   uint64_t interval;    /* ns: the period running now */
+  uint64_t armed;       /* the clock's count when it started */
   uint64_t last;        /* the clock's count at the previous sample */
   uint64_t rng;         /* xorshift64* state for the next interval */
 } slot;
@@ -197,6 +198,7 @@ static slot *slot_add(session *s, uint64_t tid, int fd) {
     return NULL;
   atomic_store_explicit(&reuse->fd, fd, memory_order_relaxed);
   reuse->last = 0;
+  reuse->armed = 0;
   reuse->rng = mix64(tid ^ pprt__os_monotonic_ns() ^ (uintptr_t)reuse) | 1;
   reuse->interval = draw_interval(reuse, s->period_ns);
   atomic_store_explicit(&reuse->tid, tid, memory_order_release);
@@ -375,11 +377,21 @@ static int on_clock(session *s, int fd, void *ucontext) {
    * count, so the weights add up to the thread's CPU time. Taking the
    * period alone saves this read but came out 0.7-2% short with busy
    * threads on 2 cores (test_cpu's workers). */
+  uint64_t lag = 0;
   if (pprt__os_sample_clock_read(&c, &now) == 0) {
     weight = now - e->last;
     e->last = now;
+    /* The clock ran on between its expiry and now (the signal's delivery,
+     * this read), and the next period starts at the re-arm: take that
+     * lag off the next period, so periods follow each other from expiry
+     * to expiry and the rate asked is the rate delivered. */
+    uint64_t ran = now - e->armed;
+    if (ran >= e->interval && e->interval > 0)
+      lag = (ran - e->interval) % e->interval;
+    e->armed = now;
   }
-  e->interval = draw_interval(e, s->period_ns);
+  uint64_t next = draw_interval(e, s->period_ns);
+  e->interval = next > lag + MIN_INTERVAL_NS ? next - lag : MIN_INTERVAL_NS;
   pprt__os_sample_clock_rearm(&c, e->interval);
   record(s, ucontext, tid, 1, weight);
   return 1;
