@@ -964,6 +964,39 @@ static void test_start_stop_cycles_leak_nothing(void **state) {
   free(m.data);
 }
 
+static void *register_and_spin(void *arg) {
+  (void)arg;
+  pprt_thread_register();
+  mix(0.05);
+  return NULL;
+}
+
+/* A thread that exits gives back its sampling clock's descriptor at once,
+ * not at stop; a running session owns one per live thread. */
+static void test_thread_exit_releases_clock(void **state) {
+  (void)state;
+  if (!has_perf()) {
+    print_message("perf task clock not available here: skipped\n");
+    skip();
+  }
+  membuf m = {0};
+  pprt_cpu_options o = {sizeof o, 100, 0, PPRT_TIMER_PERF, 0, 0};
+  assert_int_equal(pprt_cpu_start(&o, (pprt_writer){mem_write, &m}), 0);
+  int fds = count_dir("/proc/self/fd");
+  for (int i = 0; i < 20; i++) {
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, register_and_spin, NULL), 0);
+    pthread_join(th, NULL);
+  }
+  int after = count_dir("/proc/self/fd");
+  print_message("descriptors with the session running: %d before 20 threads, %d after\n", fds,
+                after);
+  assert_int_equal(after, fds);
+  Pprt__Profile *p = stop_and_decode(&m);
+  pprt__profile_decoded_free(p);
+  free(m.data);
+}
+
 static void test_bad_options(void **state) {
   (void)state;
   membuf m = {0};
@@ -1050,6 +1083,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_deep_recursion_truncated, stop_leftover),
       cmocka_unit_test_teardown(test_leaf_without_frame_pointer, stop_leftover),
       cmocka_unit_test_teardown(test_start_stop_cycles_leak_nothing, stop_leftover),
+      cmocka_unit_test_teardown(test_thread_exit_releases_clock, stop_leftover),
       cmocka_unit_test_teardown(test_fairness, stop_leftover),
       cmocka_unit_test_teardown(test_accuracy_random_one_thread, stop_leftover),
       cmocka_unit_test_teardown(test_accuracy_random_four_threads, stop_leftover),
