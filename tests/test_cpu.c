@@ -39,8 +39,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/syscall.h>
 #if defined(__linux__)
+#include <sys/syscall.h>
 #include <linux/filter.h>
 #include <linux/perf_event.h>
 #include <linux/seccomp.h>
@@ -665,7 +665,7 @@ static void *blocker_thread(void *arg) {
   if (b->how == 1) {
     /* Straight to the kernel, past any interposer: what the reader must
      * find by itself. */
-#if defined(SYS_rt_sigprocmask)
+#if defined(__linux__)
     uint64_t all = ~(uint64_t)0;
     syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, NULL, sizeof all);
 #else
