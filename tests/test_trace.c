@@ -740,23 +740,33 @@ static void test_signal_handler_annotations(void **state) {
 
 /* A writer that stalls: threads fill their buffers, events are dropped and
  * counted, and recorded + lost = emitted. */
-static int slow_write(void *ctx, const void *data, size_t len) {
-  struct timespec ts = {0, 20000000};
-  nanosleep(&ts, NULL);
+/* A writer that takes the file's first bytes, then nothing until the test
+ * opens the gate: the buffers fill whatever the machine's speed (a fixed
+ * delay per write was outrun under qemu on a busy machine). */
+static atomic_int write_gate, writes_seen;
+static int gated_write(void *ctx, const void *data, size_t len) {
+  if (atomic_fetch_add(&writes_seen, 1) > 0)
+    for (int i = 0; i < 60000 && !atomic_load(&write_gate); i++) {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    }
   return mem_write(ctx, data, len);
 }
 
 static void test_full_buffers_count_losses(void **state) {
   (void)state;
   membuf m = {0};
-  pprt_writer w = {slow_write, &m};
+  pprt_writer w = {gated_write, &m};
   pprt_trace_options o = quick_options();
   o.buffer_limit = 256 << 10;
   o.generation_ns = 1000000;
+  atomic_store(&write_gate, 0);
+  atomic_store(&writes_seen, 0);
   assert_int_equal(pprt_trace_start(&o, w), 0);
   const uint64_t emitted = 2000000;
   for (uint64_t k = 0; k < emitted; k++)
     pprt_counter("c", (int64_t)k);
+  atomic_store(&write_gate, 1);
   assert_int_equal(pprt_trace_stop(), 0);
   pprt__trace *t = decode_ok(&m);
   uint64_t recorded = 0;
