@@ -6,8 +6,10 @@
 #   install_build_deps      what building pprt needs (library, preload, pprt
 #                           command); on macOS and FreeBSD prints the packages
 #   install_test_deps       that, plus what the tests use: cmocka, libunwind,
-#                           go (go tool pprof, Go's runtime/pprof profiles)
-#                           and chromium (the flame graph test)
+#                           xz (a real program whose worker threads block
+#                           every signal), go (go tool pprof, Go's
+#                           runtime/pprof profiles) and chromium (the flame
+#                           graph test)
 #
 # Debian/Ubuntu only install; elsewhere they print what to install and
 # return 0, leaving the build to say what is missing.
@@ -36,7 +38,7 @@ apt_install() { # apt_install PKG... : installs those not installed yet
 }
 
 build_packages=(cmake make gcc libc6-dev binutils file pkg-config zlib1g-dev libprotobuf-c-dev)
-test_packages=(protobuf-c-compiler libcmocka-dev libunwind-dev)
+test_packages=(protobuf-c-compiler libcmocka-dev libunwind-dev xz-utils)
 
 install_build_deps() {
   case $ci_os in
@@ -66,7 +68,7 @@ install_test_deps() {
       command -v chromium >/dev/null || apt_install chromium ||
         echo "chromium could not be installed (the flame graph test will SKIP)"
     else
-      echo "also for the tests: cmocka, libunwind, protobuf-c-compiler, go, chromium"
+      echo "also for the tests: cmocka, libunwind, protobuf-c-compiler, xz, go, chromium"
     fi ;;
   Darwin)
     echo "macOS, for the tests: brew install cmocka go" ;;

@@ -372,6 +372,10 @@ void pprt__cpu_exec_failed(void) {
   pthread_mutex_unlock(&g_control);
 }
 
+int pprt__cpu_running(void) {
+  return atomic_load_explicit(&g_session, memory_order_acquire) != NULL;
+}
+
 /* ---- the signal handler ------------------------------------------------------------ */
 
 static void record(session *s, void *ucontext, uint64_t tid, uint64_t count, uint64_t weight) {
@@ -439,7 +443,8 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
     /* A clock's signal left pending at stop. */
   } else if (src == PPRT__OS_SIGPROF_OTHER) {
     /* kill(), sigqueue(), the program's own timer: not ours to count. */
-    pprt__os_signal_forward(&g_sigsave, sig, info, ucontext);
+    if (!pprt__thread_defer_signal(sig, info))
+      pprt__os_signal_forward(&g_sigsave, sig, info, ucontext);
   } else if (s) {
     uint64_t tid = pprt__thread_id();
     /* Go's validSIGPROF: a thread with its own source counts only its

@@ -19,6 +19,10 @@ void pprt__cpu_thread_exiting(uint64_t tid);
 void pprt__cpu_exec_prepare(void);
 void pprt__cpu_exec_failed(void);
 
+/* 1 while a CPU profile runs (from start until stop detaches it), else 0.
+ * core/sigmask.c keeps SIGPROF deliverable only then. AS-safe. */
+int pprt__cpu_running(void);
+
 /* Header words of a CPU sample record in the ring: [tid, count | flags,
  * weight]: count is the number of sampling periods the signal stands for,
  * weight the CPU nanoseconds they cover. */

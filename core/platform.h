@@ -153,6 +153,31 @@ int pprt__os_signal_restore(int sig, pprt__os_sigsave *save);
 void pprt__os_signal_forward(const pprt__os_sigsave *save, int sig, siginfo_t *info,
                              void *ucontext);
 
+/* Changes the calling thread's signal mask as pthread_sigmask(how, set, old)
+ * does, but never through an interposer of it (the preload library's own
+ * pthread_sigmask, which keeps SIGPROF deliverable): Linux and FreeBSD make
+ * the system call (rt_sigprocmask, sigprocmask); Darwin calls
+ * pthread_sigmask, which dyld's __interpose does not redirect for the image
+ * that interposes it. For pprt's own changes to SIGPROF's bit; the C
+ * library's reserved signals are left to the caller. AS-safe. Errors:
+ * -EINVAL (how). */
+int pprt__os_thread_sigmask(int how, const sigset_t *set, sigset_t *old);
+
+/* Sends sig again to the calling thread, as described by info: a signal
+ * that pprt held back while the program's mask blocked it (see
+ * core/sigmask.c). Delivered before this returns when the thread does not
+ * block sig, left pending when it does. Linux: rt_tgsigqueueinfo with
+ * info's si_code, si_pid, si_uid and si_value; the kernel lets only the
+ * main thread queue a code that claims a sender (kill's SI_USER,
+ * tgkill's SI_TKILL), so another thread re-sends those with tgkill, and the
+ * handler sees SI_TKILL from this process. FreeBSD: pthread_kill (SI_LWP
+ * from this process). Darwin: calls the installed action itself, with
+ * info and a NULL ucontext, its sa_mask blocked meanwhile; pthread_kill
+ * would be taken for the profiling timer's signal (see
+ * platform/darwin/sigprof.c), so it is used only when sig is blocked or
+ * its action is the default. Not AS-safe. */
+int pprt__os_signal_resend(int sig, const siginfo_t *info);
+
 /* The registers the unwinder starts from, read from a signal's ucontext. */
 typedef struct pprt__os_regs {
   uintptr_t pc; /* the interrupted instruction */

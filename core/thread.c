@@ -1,8 +1,9 @@
 /* Per-thread state and registration (see thread.h). Registration gives the
- * thread an alternate signal stack and known stack bounds, and tells the CPU
- * profiler so a running session starts the thread's timer at once. A
- * pthread key's destructor undoes it when the thread exits, including
- * through pthread_exit. */
+ * thread an alternate signal stack and known stack bounds, tells the CPU
+ * profiler so a running session starts the thread's timer at once, and
+ * while a profile runs unblocks SIGPROF if the thread's mask blocks it
+ * (core/sigmask.c). A pthread key's destructor undoes the first two when
+ * the thread exits, including through pthread_exit. */
 #include "core/thread.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "core/cpu.h"
+#include "core/sigmask.h"
 #include "pprt.h"
 
 /* initial-exec: the handler must not reach __tls_get_addr, which may
@@ -53,6 +55,8 @@ static void make_exit_key(void) {
 }
 
 int pprt_thread_register(void) {
+  /* Also for a thread registered before: its mask may have changed. */
+  pprt__sigmask_lift();
   if (self.registered)
     return 0;
   pthread_once(&exit_key_once, make_exit_key);
@@ -72,6 +76,7 @@ int pprt_thread_register(void) {
 }
 
 int pprt_thread_unregister(void) {
+  pprt__sigmask_give_back();
   unregister();
   pthread_setspecific(exit_key, NULL);
   return 0;

@@ -117,10 +117,26 @@ PPRT_API int pprt_cpu_stop(void);
  * while a CPU profile runs, starts its per-thread timer at once instead of
  * at the next rescan. Optional (pprt finds threads on its own, and the
  * preload library registers every thread it sees created); undone
- * automatically when the thread exits. */
+ * automatically when the thread exits.
+ *
+ * Signal masks: a thread that blocks SIGPROF gets no samples, and thread
+ * pools often block every signal. While a CPU profile runs, this call
+ * unblocks SIGPROF on the calling thread if its mask blocks it, and
+ * remembers that the program wants it blocked: a SIGPROF that is not
+ * pprt's (kill, sigqueue, pthread_kill, the program's own timer) is then
+ * held and reaches the program's handler only when the thread unblocks
+ * SIGPROF. A linked program's own pthread_sigmask calls go straight to the
+ * C library (only the preload library interposes them), so pprt learns of
+ * a later change only when the thread calls pprt_thread_register again
+ * (which looks at the mask anew, and lifts SIGPROF again if the thread
+ * blocked it) or pprt_thread_unregister. A thread that unblocks SIGPROF
+ * itself after registering should call pprt_thread_unregister first, or
+ * SIGPROFs sent to it stay held. Set the mask, then register. */
 PPRT_API int pprt_thread_register(void);
 
-/* Undoes pprt_thread_register on the calling thread now. */
+/* Undoes pprt_thread_register on the calling thread now. If registration
+ * had unblocked SIGPROF, it is blocked again, and a held SIGPROF becomes
+ * pending in the kernel, as if pprt had never been there. */
 PPRT_API int pprt_thread_unregister(void);
 
 /* ---- heap profiling -------------------------------------------------------------- */

@@ -7,7 +7,10 @@
  * execs is not written (its exit handlers never run); a new image that loads
  * the preload library again starts its own, at the same path. A trace being
  * streamed ends its generation first, so that its file is complete up to the
- * exec. */
+ * exec. The new image inherits the kernel's signal mask: where the program's
+ * mask blocks SIGPROF and pprt had unblocked it (core/sigmask.c), it is
+ * blocked again first, and a held SIGPROF is left pending, as the kernel
+ * would have kept it. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -15,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/cpu.h"
+#include "core/sigmask.h"
 #include "core/trace.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -35,8 +39,10 @@ extern char **environ;
     }                                                                                             \
     pprt__trace_exec_prepare();                                                                   \
     pprt__cpu_exec_prepare();                                                                     \
+    int blocked = pprt__sigmask_block_wished(1);                                                  \
     int rc = call;                                                                                \
     int saved = errno;                                                                            \
+    pprt__sigmask_unblock_lifted(blocked);                                                        \
     pprt__cpu_exec_failed();                                                                      \
     errno = saved;                                                                                \
     return rc;                                                                                    \

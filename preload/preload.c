@@ -8,7 +8,10 @@
  * tracer; a destructor stops them at exit and writes what they recorded.
  * Every thread the program creates registers itself first (the per-OS hook
  * in hook_*.c), so it has an alternate signal stack and its per-thread
- * timer from its first instruction, and its start is in the trace. Anything
+ * timer from its first instruction, and its start is in the trace. While a
+ * CPU profile runs, SIGPROF is kept deliverable on threads whose program
+ * blocks it (sigmask_*.c and core/sigmask.c): a new thread starts with the
+ * mask its creator's program mask gives it, less SIGPROF. Anything
  * unusable (a bad value, an unwritable path, a setuid program) is one line
  * on stderr and the program runs on without it.
  *
@@ -36,7 +39,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/cpu.h"
 #include "core/heap.h"
+#include "core/sigmask.h"
 #include "core/thread.h"
 #include "core/trace.h"
 #include "preload/preload.h"
@@ -177,6 +182,8 @@ static void start_trace(const char *path) {
 static pid_t heap_owner;
 
 __attribute__((constructor)) static void preload_start(void) {
+  /* Also for a profile the program starts through the API. */
+  pprt__sigmask_init();
   const char *cpu = getenv("PPRT_CPUPROFILE"), *heap = getenv("PPRT_HEAPPROFILE");
   const char *trace = getenv("PPRT_TRACE");
   if ((!cpu || !*cpu) && (!heap || !*heap) && (!trace || !*trace))
@@ -245,7 +252,9 @@ struct start {
 static void *registered_start(void *p) {
   struct start st = *(struct start *)p;
   free(p);
-  if (atomic_load(&profiling))
+  /* Registration also unblocks SIGPROF if the inherited mask blocks it.
+   * The profile may also be one the program started through the API. */
+  if (atomic_load(&profiling) || pprt__cpu_running())
     pprt_thread_register();
   /* Its end is recorded by the trace's own thread-exit handler. */
   if (atomic_load(&tracing))
@@ -253,9 +262,9 @@ static void *registered_start(void *p) {
   return st.fn(st.arg);
 }
 
-int pprt__preload_create(pprt__pthread_create_fn real_create, pthread_t *thread,
-                         const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
-  if ((!atomic_load(&profiling) && !atomic_load(&tracing)) ||
+static int create(pprt__pthread_create_fn real_create, pthread_t *thread,
+                  const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+  if ((!atomic_load(&profiling) && !atomic_load(&tracing) && !pprt__cpu_running()) ||
       pprt__thread_self()->creating_internal)
     return real_create(thread, attr, fn, arg);
   struct start *st = malloc(sizeof *st);
@@ -266,5 +275,17 @@ int pprt__preload_create(pprt__pthread_create_fn real_create, pthread_t *thread,
   int rc = real_create(thread, attr, registered_start, st);
   if (rc != 0)
     free(st);
+  return rc;
+}
+
+/* The new thread inherits the kernel's mask of its creator: where pprt keeps
+ * SIGPROF unblocked against the creator program's wish, it is blocked for
+ * the creation, so the new thread starts with the mask the program expects
+ * (its registration then lifts SIGPROF again while a profile runs). */
+int pprt__preload_create(pprt__pthread_create_fn real_create, pthread_t *thread,
+                         const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+  int blocked = pprt__sigmask_block_wished(0);
+  int rc = create(real_create, thread, attr, fn, arg);
+  pprt__sigmask_unblock_lifted(blocked);
   return rc;
 }
