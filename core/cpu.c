@@ -438,7 +438,8 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
       clock_fd >= 0 ? PPRT__OS_SIGPROF_OTHER : pprt__os_sigprof_source(info, cookie);
   if (clock_fd >= 0 && s && s->source == SOURCE_CLOCK) {
     if (!on_clock(s, clock_fd, ucontext))
-      pprt__os_signal_forward(&g_sigsave, sig, info, ucontext);
+      if (!pprt__thread_defer_signal(sig, info))
+        pprt__os_signal_forward(&g_sigsave, sig, info, ucontext);
   } else if (clock_fd >= 0 && s == NULL) {
     /* A clock's signal left pending at stop. */
   } else if (src == PPRT__OS_SIGPROF_OTHER) {
