@@ -5,12 +5,16 @@
  *                   under g_control; the signal handler reaches it through
  *                   an atomic pointer and announces itself in g_inflight so
  *                   stop can wait for running handlers before freeing;
- *   timers          per-thread CPU timers (Linux) for every thread, found
- *                   at start, on registration and by the reader's rescans,
- *                   with the process timer as the fallback; timer_tids is
- *                   the lock-free set the handler reads to drop process-timer
- *                   ticks for threads that have their own (Go's validSIGPROF);
- *   the handler     unwind, one ring write, nothing else;
+ *   sources         what sends SIGPROF to each thread, best first: a
+ *                   sampling clock (Linux perf_event task clock) at
+ *                   randomized intervals, or a per-thread CPU timer (Linux),
+ *                   for every thread, found at start, on registration and by
+ *                   the reader's rescans, with the process timer as the
+ *                   fallback; `slots` is the lock-free table the handler
+ *                   reads, to drop process-timer ticks for threads that have
+ *                   their own source (Go's validSIGPROF) and to find a
+ *                   thread's clock and its current interval;
+ *   the handler     re-arm the clock, unwind, one ring write, nothing else;
  *   the reader      a thread that drains the ring into the profile builder,
  *                   rescans threads, and at stop lets the profile be written.
  *
@@ -19,6 +23,7 @@
  * action, and has no timers (fork does not inherit them).
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -45,14 +50,34 @@
 #define DEFAULT_DEPTH 64
 #define MAX_DEPTH 256
 #define RING_WORDS ((size_t)1 << 17) /* 1 MiB, as Go's profBuf */
-#define TIDSET_CAP 8192              /* threads with their own timer */
-#define TID_GONE UINT64_MAX          /* a removed entry of the tid set */
+#define SLOTS_CAP 8192      /* threads with their own source */
+#define TID_GONE UINT64_MAX /* a removed slot */
 #define RESCAN_NS 250000000ull
+/* The kernel's floor for a software clock's period (perf_swevent_start_hrtimer
+ * raises anything shorter to 10 us). */
+#define MIN_INTERVAL_NS 10000u
+
+/* Which per-thread source a session uses. */
+enum thread_source { SOURCE_NONE, SOURCE_CLOCK, SOURCE_TIMER };
+
+/* One thread with its own source, as its SIGPROF handler sees it. The
+ * control side fills a slot before it publishes the tid (release) and only
+ * empties it when no handler can be using it: from the thread itself, for a
+ * thread that is gone, or after stop has waited for running handlers. The
+ * fields after fd belong to the thread's own handler once published. */
+typedef struct slot {
+  _Atomic uint64_t tid; /* 0 never used, TID_GONE removed */
+  _Atomic int fd;       /* its sampling clock, -1 for a CPU timer */
+  uint64_t interval;    /* ns: the period running now */
+  uint64_t last;        /* the clock's count at the previous sample */
+  uint64_t rng;         /* xorshift64* state for the next interval */
+} slot;
 
 typedef struct timer_entry {
   uint64_t tid;
-  pprt__os_thread_timer timer;
-  int seen; /* found by the current rescan */
+  pprt__os_thread_timer timer; /* SOURCE_TIMER */
+  pprt__os_sample_clock clock; /* SOURCE_CLOCK */
+  int seen;                    /* found by the current rescan */
 } timer_entry;
 
 typedef struct name_entry {
@@ -65,7 +90,11 @@ typedef struct session {
   pprt_writer out;
   int hz, depth, symbolize;
   pprt_unwinder unwinder;
-  int thread_timers, process_timer; /* which sources are armed */
+  enum thread_source source; /* per-thread source */
+  int process_timer;         /* the process timer is armed too */
+  int thread_timers;         /* source != SOURCE_NONE */
+  char fallback[192];        /* why a better source was not used, or "" */
+  int user_only;             /* the clocks had to leave kernel time out */
   uint64_t period_ns;
   uintptr_t cookie;
   _Atomic uint64_t reader_tid; /* set by the reader when it starts */
@@ -73,10 +102,10 @@ typedef struct session {
   pprt__ring ring;
   pthread_t reader;
 
-  /* per-thread timers: entries under g_control; timer_tids read lock-free */
+  /* per-thread sources: entries under g_control; slots read lock-free */
   timer_entry *timers;
   size_t ntimers, timers_cap;
-  _Atomic uint64_t timer_tids[TIDSET_CAP];
+  slot slots[SLOTS_CAP];
   int tidset_full_warned;
 
   /* the reader's */
@@ -86,7 +115,8 @@ typedef struct session {
   size_t nnames, names_cap;
   pprt__table name_index;
   uint64_t samples, lost, external;
-  uint64_t signals; /* records: one per timer signal taken */
+  uint64_t signals;   /* records: one per timer signal taken */
+  uint64_t sample_ns; /* the weights' sum */
   uint64_t last_rescan;
 
   int64_t start_wall;
@@ -102,54 +132,82 @@ static pprt__os_sigsave g_sigsave;
 static _Atomic uintptr_t g_cookie;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
-/* ---- the set of threads with their own timer ----------------------------------- */
+/* ---- the slots of threads with their own source ------------------------------ */
 
 static size_t tid_slot(uint64_t tid) {
-  return (size_t)pprt__hash_finish(tid) & (TIDSET_CAP - 1);
+  return (size_t)pprt__hash_finish(tid) & (SLOTS_CAP - 1);
 }
 
-/* AS-safe. */
-static int tidset_has(session *s, uint64_t tid) {
-  for (size_t i = tid_slot(tid), n = 0; n < TIDSET_CAP; i = (i + 1) & (TIDSET_CAP - 1), n++) {
-    uint64_t v = atomic_load_explicit(&s->timer_tids[i], memory_order_acquire);
+/* The slot of thread tid, or NULL. AS-safe. */
+static slot *slot_find(session *s, uint64_t tid) {
+  for (size_t i = tid_slot(tid), n = 0; n < SLOTS_CAP; i = (i + 1) & (SLOTS_CAP - 1), n++) {
+    uint64_t v = atomic_load_explicit(&s->slots[i].tid, memory_order_acquire);
     if (v == tid)
-      return 1;
+      return &s->slots[i];
     if (v == 0)
-      return 0;
+      return NULL;
   }
-  return 0;
+  return NULL;
 }
 
-/* Under g_control. Returns 0, or -ENOSPC when the set is full. */
-static int tidset_add(session *s, uint64_t tid) {
-  size_t reuse = SIZE_MAX;
-  for (size_t i = tid_slot(tid), n = 0; n < TIDSET_CAP; i = (i + 1) & (TIDSET_CAP - 1), n++) {
-    uint64_t v = atomic_load_explicit(&s->timer_tids[i], memory_order_relaxed);
+/* splitmix64, to seed a slot's generator. */
+static uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/* The next sampling interval of a clock, in ns. Exponential with mean
+ * `mean`, shifted to start at the kernel's 10 us floor (which keeps the
+ * mean): a memoryless wait, so where a sample lands does not depend on
+ * where the last one did, and no periodic program can line up with the
+ * samples (a fixed period, or a uniform jitter around one, stays
+ * correlated with a program whose cycle divides it). The heap sampler
+ * draws its byte distances the same way. AS-safe (xorshift64* and log). */
+static uint64_t draw_interval(slot *e, uint64_t mean) {
+  uint64_t x = e->rng;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  e->rng = x;
+  double u = (double)(((x * 0x2545f4914f6cdd1dull) >> 11) + 1) * 0x1p-53; /* (0, 1] */
+  double floor_ns = mean > 2 * MIN_INTERVAL_NS ? MIN_INTERVAL_NS : (double)mean / 2;
+  return (uint64_t)(floor_ns - log(u) * ((double)mean - floor_ns));
+}
+
+/* Under g_control: takes a slot for tid, filled before it is published.
+ * Returns it, or NULL when the table is full. */
+static slot *slot_add(session *s, uint64_t tid, int fd) {
+  slot *reuse = NULL;
+  for (size_t i = tid_slot(tid), n = 0; n < SLOTS_CAP; i = (i + 1) & (SLOTS_CAP - 1), n++) {
+    slot *e = &s->slots[i];
+    uint64_t v = atomic_load_explicit(&e->tid, memory_order_relaxed);
     if (v == tid)
-      return 0;
-    if (v == TID_GONE && reuse == SIZE_MAX)
-      reuse = i;
+      return e; /* cannot happen: one entry per tid */
+    if (v == TID_GONE && reuse == NULL)
+      reuse = e;
     if (v == 0) {
-      if (reuse == SIZE_MAX)
-        reuse = i;
+      if (reuse == NULL)
+        reuse = e;
       break;
     }
   }
-  if (reuse == SIZE_MAX)
-    return -ENOSPC;
-  atomic_store_explicit(&s->timer_tids[reuse], tid, memory_order_release);
-  return 0;
+  if (reuse == NULL)
+    return NULL;
+  atomic_store_explicit(&reuse->fd, fd, memory_order_relaxed);
+  reuse->last = 0;
+  reuse->rng = mix64(tid ^ pprt__os_monotonic_ns() ^ (uintptr_t)reuse) | 1;
+  reuse->interval = draw_interval(reuse, s->period_ns);
+  atomic_store_explicit(&reuse->tid, tid, memory_order_release);
+  return reuse;
 }
 
-static void tidset_remove(session *s, uint64_t tid) {
-  for (size_t i = tid_slot(tid), n = 0; n < TIDSET_CAP; i = (i + 1) & (TIDSET_CAP - 1), n++) {
-    uint64_t v = atomic_load_explicit(&s->timer_tids[i], memory_order_relaxed);
-    if (v == tid) {
-      atomic_store_explicit(&s->timer_tids[i], TID_GONE, memory_order_release);
-      return;
-    }
-    if (v == 0)
-      return;
+static void slot_remove(session *s, uint64_t tid) {
+  slot *e = slot_find(s, tid);
+  if (e) {
+    atomic_store_explicit(&e->fd, -1, memory_order_relaxed);
+    atomic_store_explicit(&e->tid, TID_GONE, memory_order_release);
   }
 }
 
@@ -162,9 +220,9 @@ static timer_entry *find_timer(session *s, uint64_t tid) {
   return NULL;
 }
 
-/* Gives thread tid its timer, unless it has one. The tid goes into the set
- * before the timer starts, so no tick of it is ever counted twice (a
- * process-timer tick in between is dropped instead). */
+/* Gives thread tid its own source, unless it has one. The tid goes into
+ * the slots before the source starts, so no tick of it is ever counted
+ * twice (a process-timer tick in between is dropped instead). */
 static int start_thread_timer(session *s, uint64_t tid) {
   timer_entry *e = find_timer(s, tid);
   if (e) {
@@ -181,19 +239,31 @@ static int start_thread_timer(session *s, uint64_t tid) {
     s->timers = n;
     s->timers_cap = ncap;
   }
-  int rc = tidset_add(s, tid);
-  if (rc != 0) {
-    /* The thread stays on the process timer. */
-    if (!s->tidset_full_warned)
-      fprintf(stderr, "pprt: more than %d threads; the rest use the process timer\n", TIDSET_CAP);
-    s->tidset_full_warned = 1;
-    return rc;
-  }
   e = &s->timers[s->ntimers];
   memset(e, 0, sizeof *e);
-  rc = pprt__os_thread_timer_start(&e->timer, tid, s->hz, s->cookie);
+  e->clock.fd = -1;
+  int rc = 0;
+  if (s->source == SOURCE_CLOCK) {
+    rc = pprt__os_sample_clock_open(&e->clock, tid);
+    if (rc != 0)
+      return rc; /* -ESRCH: it exited meanwhile */
+  }
+  slot *sl = slot_add(s, tid, e->clock.fd);
+  if (sl == NULL) {
+    /* The thread stays on the process timer. */
+    pprt__os_sample_clock_close(&e->clock);
+    if (!s->tidset_full_warned)
+      fprintf(stderr, "pprt: more than %d threads; the rest use the process timer\n", SLOTS_CAP);
+    s->tidset_full_warned = 1;
+    return -ENOSPC;
+  }
+  if (s->source == SOURCE_CLOCK)
+    rc = pprt__os_sample_clock_start(&e->clock, sl->interval);
+  else
+    rc = pprt__os_thread_timer_start(&e->timer, tid, s->hz, s->cookie);
   if (rc != 0) {
-    tidset_remove(s, tid);
+    slot_remove(s, tid);
+    pprt__os_sample_clock_close(&e->clock);
     return rc; /* -ESRCH: it exited meanwhile */
   }
   e->tid = tid;
@@ -202,9 +272,13 @@ static int start_thread_timer(session *s, uint64_t tid) {
   return 0;
 }
 
+/* Stops entry i's source and forgets it. Called on the thread itself, for
+ * a thread that is gone, or when no handler can be running (stop). The slot
+ * goes first, so that a signal still pending finds no clock to re-arm. */
 static void stop_timer_at(session *s, size_t i) {
+  slot_remove(s, s->timers[i].tid);
   pprt__os_thread_timer_stop(&s->timers[i].timer);
-  tidset_remove(s, s->timers[i].tid);
+  pprt__os_sample_clock_close(&s->timers[i].clock);
   s->timers[i] = s->timers[--s->ntimers];
 }
 
@@ -264,7 +338,7 @@ void pprt__cpu_exec_failed(void) {
 
 /* ---- the signal handler ------------------------------------------------------------ */
 
-static void record(session *s, void *ucontext, uint64_t tid, uint64_t count) {
+static void record(session *s, void *ucontext, uint64_t tid, uint64_t count, uint64_t weight) {
   uintptr_t pcs[MAX_DEPTH];
   size_t n = 0;
   uint64_t flags = 0;
@@ -277,9 +351,38 @@ static void record(session *s, void *ucontext, uint64_t tid, uint64_t count) {
   }
   if (n == 0)
     flags |= PPRT__CPU_FLAG_EXTERNAL;
-  uint64_t hdr[PPRT__CPU_HDR_WORDS] = {tid, count | flags};
+  uint64_t hdr[PPRT__CPU_HDR_WORDS] = {tid, count | flags, weight};
   /* -ENOSPC is counted by the ring and reported as lost samples. */
   pprt__ring_write(&s->ring, pprt__os_monotonic_ns(), hdr, pcs, n);
+}
+
+/* A signal from a sampling clock: weigh the interval that ended, start the
+ * next one at a fresh random length, then take the sample. The re-arm comes
+ * first so the unwind's time counts in the next interval. Returns 0 when
+ * the clock is not this thread's (a late signal of a clock already closed,
+ * or the program's own F_SETSIG use of SIGPROF). */
+static int on_clock(session *s, int fd, void *ucontext) {
+  uint64_t tid = pprt__thread_id();
+  slot *e = slot_find(s, tid);
+  if (e == NULL || atomic_load_explicit(&e->fd, memory_order_relaxed) != fd)
+    return 0;
+  pprt__os_sample_clock c = {fd, 0};
+  uint64_t weight = e->interval, now;
+  /* The weight is what the clock counted since the last sample, not the
+   * period drawn: a period whose signal was lost (merged with a SIGPROF
+   * already pending, throttled, or run out in the kernel by a user-only
+   * clock) and the time between an expiry and this re-arm then still
+   * count, so the weights add up to the thread's CPU time. Taking the
+   * period alone saves this read but came out 0.7-2% short with busy
+   * threads on 2 cores (test_cpu's workers). */
+  if (pprt__os_sample_clock_read(&c, &now) == 0) {
+    weight = now - e->last;
+    e->last = now;
+  }
+  e->interval = draw_interval(e, s->period_ns);
+  pprt__os_sample_clock_rearm(&c, e->interval);
+  record(s, ucontext, tid, 1, weight);
+  return 1;
 }
 
 static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
@@ -287,16 +390,23 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
   atomic_fetch_add_explicit(&g_inflight, 1, memory_order_acquire);
   session *s = atomic_load_explicit(&g_session, memory_order_acquire);
   uintptr_t cookie = s ? s->cookie : atomic_load_explicit(&g_cookie, memory_order_relaxed);
-  enum pprt__os_sigprof_source src = pprt__os_sigprof_source(info, cookie);
-  if (src == PPRT__OS_SIGPROF_OTHER) {
+  int clock_fd = pprt__os_sigprof_clock_fd(info);
+  enum pprt__os_sigprof_source src =
+      clock_fd >= 0 ? PPRT__OS_SIGPROF_OTHER : pprt__os_sigprof_source(info, cookie);
+  if (clock_fd >= 0 && s && s->source == SOURCE_CLOCK) {
+    if (!on_clock(s, clock_fd, ucontext))
+      pprt__os_signal_forward(&g_sigsave, sig, info, ucontext);
+  } else if (clock_fd >= 0 && s == NULL) {
+    /* A clock's signal left pending at stop. */
+  } else if (src == PPRT__OS_SIGPROF_OTHER) {
     /* kill(), sigqueue(), the program's own timer: not ours to count. */
     pprt__os_signal_forward(&g_sigsave, sig, info, ucontext);
   } else if (s) {
     uint64_t tid = pprt__thread_id();
-    /* Go's validSIGPROF: a thread with its own timer counts only those
+    /* Go's validSIGPROF: a thread with its own source counts only its
      * ticks; the process timer's would count its CPU time twice. */
     int valid = src == PPRT__OS_SIGPROF_THREAD_TIMER ||
-                (s->process_timer && !(s->thread_timers && tidset_has(s, tid)));
+                (s->process_timer && !(s->thread_timers && slot_find(s, tid)));
     /* A per-thread tick may stand for several periods of CPU (see
      * pprt__os_sigprof_overrun): weight it, or busy threads sharing CPUs
      * are undercounted (measured: 76% of the CPU time with 4 threads on 2
@@ -307,7 +417,7 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
       count += over < 0xffff ? over : 0xffff;
     }
     if (valid)
-      record(s, ucontext, tid, count);
+      record(s, ucontext, tid, count, count * s->period_ns);
   }
   atomic_fetch_sub_explicit(&g_inflight, 1, memory_order_release);
   errno = saved_errno;
@@ -363,13 +473,14 @@ static void take_record(session *s, const pprt__ring_record *rec) {
     return;
   uint64_t tid = rec->hdr[0];
   int64_t count = (int64_t)(rec->hdr[1] & 0xffffffffu);
-  int64_t v[2] = {count, count * period};
+  int64_t v[2] = {count, (int64_t)rec->hdr[2]};
   const char *name = thread_name(s, tid);
   pprt__label labels[2] = {{"thread_id", NULL, (int64_t)tid, "id"},
                            {"thread_name", name, 0, NULL}};
   size_t nlabels = name ? 2 : 1;
   s->samples += (uint64_t)count;
   s->signals++;
+  s->sample_ns += rec->hdr[2];
   /* Into a running trace too (it does nothing otherwise). */
   pprt__trace_cpu_sample(tid, rec->timestamp, rec->pcs, rec->npcs, (uint64_t)count);
   if (rec->hdr[1] & PPRT__CPU_FLAG_EXTERNAL) {
@@ -431,7 +542,15 @@ static void atfork_child(void) {
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   g_control = fresh;
   pprt__thread_forget_id();
-  if (atomic_load(&g_session) != NULL || g_busy) {
+  session *s = atomic_load(&g_session);
+  if (s != NULL) {
+    /* The parent's clocks: descriptors the child inherited (fork keeps
+     * them; only exec closes them). The list is whole: the parent held
+     * g_control across the fork. */
+    for (size_t i = 0; i < s->ntimers; i++)
+      pprt__os_sample_clock_close(&s->timers[i].clock);
+  }
+  if (s != NULL || g_busy) {
     atomic_store(&g_session, NULL);
     g_busy = 0;
     atomic_store(&g_inflight, 0);
@@ -471,7 +590,7 @@ static int check_options(const pprt_cpu_options *o, pprt_cpu_options *out) {
   if (out->hz < 1 || out->hz > MAX_HZ || out->max_depth < 1 || out->max_depth > MAX_DEPTH)
     return -EINVAL;
   if (out->timer != PPRT_TIMER_AUTO && out->timer != PPRT_TIMER_PER_THREAD &&
-      out->timer != PPRT_TIMER_PROCESS)
+      out->timer != PPRT_TIMER_PROCESS && out->timer != PPRT_TIMER_PERF)
     return -EINVAL;
   if (out->unwinder == PPRT_UNWIND_DEFAULT)
     out->unwinder = PPRT__DEFAULT_UNWINDER;
@@ -505,6 +624,55 @@ static int start_reader(session *s) {
 
 static int cpu_start(const pprt_cpu_options *opts, pprt_writer out);
 static int cpu_stop(void);
+
+static const char *clock_error(int err) {
+  switch (err) {
+  case -ENOTSUP:
+    return "perf events are not available (no perf_event_open, or a seccomp filter)";
+  case -EACCES:
+    return "perf_event_open was refused (perf_event_paranoid, or a seccomp filter)";
+  default:
+    return strerror(-err);
+  }
+}
+
+/* Picks the per-thread source by trying it on this thread: the sampling
+ * clock, then a per-thread CPU timer, as `mode` allows; the process timer
+ * covers threads without one (auto and process). Records why a better
+ * source was passed over. */
+static int choose_source(session *s, pprt_timer_mode mode) {
+  s->source = SOURCE_NONE;
+  if (mode == PPRT_TIMER_AUTO || mode == PPRT_TIMER_PERF) {
+    pprt__os_sample_clock probe;
+    int rc = pprt__os_sample_clock_open(&probe, pprt__thread_id());
+    if (rc == 0) {
+      s->source = SOURCE_CLOCK;
+      s->user_only = (probe.flags & PPRT__OS_CLOCK_USER_ONLY) != 0;
+      pprt__os_sample_clock_close(&probe);
+    } else if (mode == PPRT_TIMER_PERF) {
+      return rc == -ENOSYS ? -ENOTSUP : rc;
+    } else {
+      snprintf(s->fallback, sizeof s->fallback, "perf task clock not used: %s", clock_error(rc));
+    }
+  }
+  if (s->source == SOURCE_NONE && (mode == PPRT_TIMER_AUTO || mode == PPRT_TIMER_PER_THREAD)) {
+    pprt__os_thread_timer probe = {0};
+    int rc = pprt__os_thread_timer_start(&probe, pprt__thread_id(), 1, 0);
+    if (rc == 0) {
+      pprt__os_thread_timer_stop(&probe);
+      s->source = SOURCE_TIMER;
+    } else if (mode == PPRT_TIMER_PER_THREAD) {
+      return rc;
+    } else if (rc != -ENOTSUP || s->fallback[0] == '\0') {
+      size_t n = strlen(s->fallback);
+      snprintf(s->fallback + n, sizeof s->fallback - n, "%sper-thread CPU timers not used: %s",
+               n ? "; " : "", rc == -ENOTSUP ? "none on this OS" : strerror(-rc));
+    }
+  }
+  s->thread_timers = s->source != SOURCE_NONE;
+  s->process_timer = mode == PPRT_TIMER_AUTO || mode == PPRT_TIMER_PROCESS;
+  return 0;
+}
 
 /* The public entry points: pprt's own allocations on the program's thread
  * (the ring, the profile) are not the program's, and not sampled. */
@@ -564,21 +732,12 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
     return rc;
   }
 
-  /* Which timers: a trial per-thread timer on this thread tells whether the
-   * OS has them. */
-  if (o.timer != PPRT_TIMER_PROCESS) {
-    pprt__os_thread_timer probe = {0};
-    int prc = pprt__os_thread_timer_start(&probe, pprt__thread_id(), 1, 0);
-    if (prc == 0) {
-      pprt__os_thread_timer_stop(&probe);
-      s->thread_timers = 1;
-    } else if (o.timer == PPRT_TIMER_PER_THREAD) {
-      session_free(s);
-      pthread_mutex_unlock(&g_control);
-      return prc == -ENOTSUP ? -ENOTSUP : prc;
-    }
+  rc = choose_source(s, o.timer);
+  if (rc != 0) {
+    session_free(s);
+    pthread_mutex_unlock(&g_control);
+    return rc;
   }
-  s->process_timer = o.timer != PPRT_TIMER_PER_THREAD;
 
   atomic_store(&g_cookie, s->cookie);
   rc = pprt__os_signal_install(SIGPROF, on_sigprof, &g_sigsave);
@@ -611,20 +770,40 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
   return 0;
 }
 
-/* What the kernel delivered, for the profile's comments: Linux evaluates CPU
- * timers on the scheduler tick, so a thread gets at most CONFIG_HZ samples
- * per CPU-second whatever rate is asked. */
+/* The profile's comments: which source sampled and why a better one did
+ * not, and what it delivered against the CPU time the process used. */
 static void add_comments(session *s, double cpu) {
-  char c[256];
-  const char *timers = s->thread_timers ? (s->process_timer ? "per-thread, process fallback"
-                                                            : "per-thread")
-                                        : "process";
-  snprintf(c, sizeof c, "pprt %s: asked %d Hz, timers %s, unwinder %s", pprt_version(), s->hz,
-           timers, s->unwinder == PPRT_UNWIND_LIBUNWIND ? "libunwind" : "frame pointers");
+  char c[320];
+  const char *source = s->source == SOURCE_CLOCK
+                           ? (s->user_only ? "perf task clock (user time only)" : "perf task clock")
+                       : s->source == SOURCE_TIMER ? "per-thread CPU timers"
+                                                   : "process timer";
+  snprintf(c, sizeof c, "pprt %s: asked %d Hz, source %s%s, unwinder %s", pprt_version(), s->hz,
+           source, s->thread_timers && s->process_timer ? " (process timer for threads not yet seen)" : "",
+           s->unwinder == PPRT_UNWIND_LIBUNWIND ? "libunwind" : "frame pointers");
   pprt__profile_add_comment(s->prof, c);
+  if (s->source == SOURCE_CLOCK)
+    snprintf(c, sizeof c,
+             "sampling intervals: exponential, mean %.3f ms of the thread's CPU time, at least "
+             "%.3f ms; each sample weighted by the CPU time its clock counted%s",
+             (double)s->period_ns / 1e6,
+             (double)(s->period_ns > 2 * MIN_INTERVAL_NS ? MIN_INTERVAL_NS : s->period_ns / 2) / 1e6,
+             s->user_only ? " (kernel time, not sampled, goes to the next sample)" : "");
+  else
+    snprintf(c, sizeof c,
+             "sampling on the scheduler tick: every %.3f ms of CPU, a tick that folds several "
+             "periods weighted by them; periodic programs can alias with the tick",
+             (double)s->period_ns / 1e6);
+  pprt__profile_add_comment(s->prof, c);
+  if (s->fallback[0]) {
+    snprintf(c, sizeof c, "fallback: %s", s->fallback);
+    pprt__profile_add_comment(s->prof, c);
+  }
   snprintf(c, sizeof c,
-           "effective rate %.1f samples per CPU-second (%llu samples over %.3f s of CPU)",
-           cpu > 0 ? (double)s->samples / cpu : 0.0, (unsigned long long)s->samples, cpu);
+           "effective rate %.1f samples per CPU-second (%llu samples over %.3f s of CPU, "
+           "%.3f s sampled)",
+           cpu > 0 ? (double)s->samples / cpu : 0.0, (unsigned long long)s->samples, cpu,
+           (double)s->sample_ns / 1e9);
   pprt__profile_add_comment(s->prof, c);
   /* What the kernel delivered: a per-thread tick that folded several
    * periods (si_overrun) is one signal weighted as several samples. */
@@ -643,11 +822,14 @@ static int cpu_stop(void) {
     pthread_mutex_unlock(&g_control);
     return -EPIPE;
   }
-  /* No new ticks: disarm every timer, then detach the session. */
+  /* No new ticks: disarm every timer, then detach the session. A sampling
+   * clock is closed only once no handler can be about to re-arm it (a
+   * closed descriptor's number may be reused meanwhile); its signals that
+   * are still pending find no session and are dropped. */
   if (s->process_timer)
     pprt__os_process_timer_set(0);
-  while (s->ntimers > 0)
-    stop_timer_at(s, s->ntimers - 1);
+  for (size_t i = 0; i < s->ntimers; i++)
+    pprt__os_thread_timer_stop(&s->timers[i].timer);
   atomic_store(&g_session, NULL);
   g_busy = 1;
   pthread_mutex_unlock(&g_control);
@@ -655,6 +837,10 @@ static int cpu_stop(void) {
   /* Handlers that loaded the session before it was detached finish first. */
   while (atomic_load_explicit(&g_inflight, memory_order_acquire) != 0)
     sched_yield();
+  pthread_mutex_lock(&g_control);
+  while (s->ntimers > 0)
+    stop_timer_at(s, s->ntimers - 1);
+  pthread_mutex_unlock(&g_control);
   pprt__ring_close(&s->ring);
   pthread_join(s->reader, NULL);
   /* A tick still pending now finds the program's action, or SIG_IGN where

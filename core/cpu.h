@@ -19,8 +19,10 @@ void pprt__cpu_thread_exiting(uint64_t tid);
 void pprt__cpu_exec_prepare(void);
 void pprt__cpu_exec_failed(void);
 
-/* Header words of a CPU sample record in the ring: [tid, count | flags]. */
-#define PPRT__CPU_HDR_WORDS 2
+/* Header words of a CPU sample record in the ring: [tid, count | flags,
+ * weight]: count is the number of sampling periods the signal stands for,
+ * weight the CPU nanoseconds they cover. */
+#define PPRT__CPU_HDR_WORDS 3
 #define PPRT__CPU_FLAG_EXTERNAL (UINT64_C(1) << 32) /* no stack could be walked */
 
 #endif /* PPRT_CORE_CPU_H */

@@ -215,6 +215,55 @@ enum pprt__os_sigprof_source pprt__os_sigprof_source(const siginfo_t *info, uint
  * not fire, folds several expirations into one signal. 0 elsewhere. AS-safe. */
 unsigned pprt__os_sigprof_overrun(const siginfo_t *info);
 
+/* ---- sampling clocks -------------------------------------------------------- */
+
+/* A per-thread sampling clock: counts thread tid's CPU time in nanoseconds
+ * and sends SIGPROF to that thread each time the current period has run
+ * out, off the scheduler tick. Unlike a CPU timer its period can be changed
+ * from the handler, so each interval can be drawn at random.
+ *
+ * Linux: a perf_event software task clock (PERF_COUNT_SW_TASK_CLOCK, driven
+ * by a high-resolution timer that runs only while the thread does), opened
+ * on tid, close-on-exec, its overflow signal routed with O_ASYNC, F_SETSIG
+ * SIGPROF and F_SETOWN_EX F_OWNER_TID. Elsewhere every call is -ENOTSUP.
+ *
+ * Kernel time: where perf_event_paranoid allows it (<= 1, or CAP_PERFMON)
+ * the clock also fires while the thread is in the kernel, and the signal
+ * arrives on the way back to user space, as a CPU timer's would. Otherwise
+ * it is opened with the kernel excluded (PPRT__OS_CLOCK_USER_ONLY set in
+ * flags on return): it still counts kernel time, but a period that runs
+ * out in the kernel sends nothing and the next signal comes a period
+ * later, so the handler reads the clock to know how much CPU time passed.
+ *
+ * open: the clock starts at 0, disabled; start enables it with the first
+ * period. Errors: -ENOTSUP (no perf events: not Linux, seccomp, ENOSYS),
+ * -EACCES (perf_event_paranoid refuses even user-only clocks), -ESRCH (no
+ * such thread), -EMFILE / -ENFILE (out of descriptors), -ENOMEM. Not
+ * AS-safe. */
+#define PPRT__OS_CLOCK_USER_ONLY 1u
+typedef struct pprt__os_sample_clock {
+  int fd;         /* -1 when closed */
+  unsigned flags; /* PPRT__OS_CLOCK_USER_ONLY */
+} pprt__os_sample_clock;
+int pprt__os_sample_clock_open(pprt__os_sample_clock *c, uint64_t tid);
+int pprt__os_sample_clock_start(const pprt__os_sample_clock *c, uint64_t first_ns);
+
+/* Restarts the current period at period_ns from now (the time already
+ * counted stays counted). AS-safe; one system call. */
+int pprt__os_sample_clock_rearm(const pprt__os_sample_clock *c, uint64_t period_ns);
+
+/* The clock's count: CPU nanoseconds of its thread while enabled. AS-safe;
+ * one system call. */
+int pprt__os_sample_clock_read(const pprt__os_sample_clock *c, uint64_t *ns);
+
+/* Stops the clock (no further signals are sent; one already sent may still
+ * be pending on its thread) and closes it. Harmless on a closed clock. */
+void pprt__os_sample_clock_close(pprt__os_sample_clock *c);
+
+/* For a SIGPROF, the descriptor of the sampling clock that sent it, or -1
+ * when no sampling clock did (si_code POLL_IN with si_fd on Linux). AS-safe. */
+int pprt__os_sigprof_clock_fd(const siginfo_t *info);
+
 /* ---- images ---------------------------------------------------------------- */
 
 /* One executable mapping of a loaded image: what a pprof Mapping describes.

@@ -15,7 +15,7 @@
  * Variables:
  *   PPRT_CPUPROFILE=path        where the CPU profile goes; unset: no CPU profile
  *   PPRT_CPUPROFILE_HZ=n        samples per CPU-second asked (1-10000; default 100)
- *   PPRT_CPUPROFILE_TIMER=mode  auto (default), per-thread or process
+ *   PPRT_CPUPROFILE_TIMER=mode  auto (default), perf, per-thread or process
  *   PPRT_SYMBOLIZE=0            leave function names to go tool pprof (and,
  *                               in a trace, sample stacks as addresses)
  *   PPRT_HEAPPROFILE=path       where the heap profile goes, written at exit
@@ -110,9 +110,12 @@ static void start_cpu(const char *path) {
       o.timer = PPRT_TIMER_PER_THREAD;
     else if (strcmp(v, "process") == 0)
       o.timer = PPRT_TIMER_PROCESS;
+    else if (strcmp(v, "perf") == 0)
+      o.timer = PPRT_TIMER_PERF;
     else {
       fprintf(stderr,
-              "pprt: PPRT_CPUPROFILE_TIMER=%s is not auto, per-thread or process; not profiling\n",
+              "pprt: PPRT_CPUPROFILE_TIMER=%s is not auto, perf, per-thread or process; not "
+              "profiling\n",
               v);
       return;
     }

@@ -47,7 +47,7 @@ static const char usage[] =
     "                     default 100; Linux delivers at most CONFIG_HZ per thread)\n"
     "  --heap-rate BYTES  mean bytes between heap samples (PPRT_HEAP_RATE;\n"
     "                     default 524288)\n"
-    "  --timer MODE       auto, per-thread or process (PPRT_CPUPROFILE_TIMER)\n"
+    "  --timer MODE       auto, perf, per-thread or process (PPRT_CPUPROFILE_TIMER)\n"
     "  --preload PATH     the preload library to use (default: next to pprt, or\n"
     "                     in its install's library directory)\n"
     "  -q, --quiet        no live status and no summary\n"
@@ -107,8 +107,10 @@ static int parse(int argc, char **argv, record_opts *o) {
                          v);
       o->heap_rate = v;
     } else if (!missing && (v = cli_option_value(argc, argv, &i, "--timer", &missing))) {
-      if (strcmp(v, "auto") != 0 && strcmp(v, "per-thread") != 0 && strcmp(v, "process") != 0)
-        return cli_error(CLI_EUSAGE, "record", "--timer %s: not auto, per-thread or process", v);
+      if (strcmp(v, "auto") != 0 && strcmp(v, "perf") != 0 && strcmp(v, "per-thread") != 0 &&
+          strcmp(v, "process") != 0)
+        return cli_error(CLI_EUSAGE, "record", "--timer %s: not auto, perf, per-thread or process",
+                         v);
       o->timer = v;
     } else if (!missing && (v = cli_option_value(argc, argv, &i, "--preload", &missing))) {
       o->preload = v;
