@@ -1079,8 +1079,9 @@ typedef struct presult {
   double process_cpu_ns;  /* the process's, over the workers' run */
   double signals;         /* sampling signals delivered to the workers */
   double read_ns;         /* one read of the thread CPU clock */
-  double quiet_ns, hit_ns; /* work mode: median CPU of a cycle with no signal, with one */
-  double quiet_n, hit_n;   /* how many cycles of each */
+  /* work mode: the mean CPU time of a cycle that was clean, interrupted
+   * without a signal, or took one signal; and how many of each */
+  double cycle_ns[3], cycles_n[3];
   char counted[64];       /* the signals the workload watched */
   uintptr_t range[3][2];  /* each function's addresses */
   double weight_ns[3];    /* the profile's CPU time in each function */
@@ -1172,14 +1173,14 @@ static presult run_periodic(const config *c, const pcase *pc, double seconds) {
       (v = field(out, "read_ns")) == NULL || (r.read_ns = atof(v)) < 0 ||
       (v = field(out, "counted")) == NULL || sscanf(v, "%63s", r.counted) != 1)
     goto unreadable;
-  if ((v = field(out, "quiet_ns")))
-    r.quiet_ns = atof(v);
-  if ((v = field(out, "quiet_n")))
-    r.quiet_n = atof(v);
-  if ((v = field(out, "hit_ns")))
-    r.hit_ns = atof(v);
-  if ((v = field(out, "hit_n")))
-    r.hit_n = atof(v);
+  static const char *const cycle_keys[3][2] = {
+      {"clean_ns", "clean_n"}, {"irq_ns", "irq_n"}, {"hit_ns", "hit_n"}};
+  for (int i = 0; i < 3; i++) {
+    if ((v = field(out, cycle_keys[i][0])))
+      r.cycle_ns[i] = atof(v);
+    if ((v = field(out, cycle_keys[i][1])))
+      r.cycles_n[i] = atof(v);
+  }
   r.ok = 1;
   if (c->kind == PROF_NONE)
     goto done;
@@ -1491,71 +1492,94 @@ static void bench_sample_cost(void) {
     line_put(&l);
   }
 
-  /* b: within each profiled run, a cycle that took one signal against one
-   * that took none (the same work), plus what the process's other threads
-   * spent per signal beyond the unprofiled run's. */
-  printf("\n  b. within the run: a cycle that took one signal against one that took none\n");
-  printf("  %-20s %11s %11s %11s %11s %11s %11s\n", "", "cycles", "cycles", "CPU of a",
-         "the signal", "others'", "per signal");
-  printf("  %-20s %11s %11s %11s %11s %11s %11s\n", "", "with none", "with one", "quiet cycle",
-         "(in-thread)", "per signal", "(total)");
-  double base_others[MAX_ROUNDS];
-  for (int r = 0; r < rounds; r++)
-    base_others[r] = cr[K_NONE][r].ok ? cr[K_NONE][r].process_cpu_ns - cr[K_NONE][r].cpu_ns : NAN;
-  for (int k = K_PER_THREAD; k <= K_PERF; k++) {
-    double quiet[MAX_ROUNDS], cost[MAX_ROUNDS], others[MAX_ROUNDS], nq = 0, nh = 0;
-    int n = 0, no = 0;
+  /* b: within each run, cycles of the same work by what happened in them;
+   * for the timers, less an interruption (the tick their signal rides on)
+   * as the unprofiled runs measure it. */
+  enum { CLEAN, IRQ, HIT };
+  printf("\n  b. within the run: cycles of the same work, by what happened in them\n");
+  printf("  %-20s %7s %7s %7s %10s %10s %10s %10s %10s\n", "", "cycles", "cycles", "cycles",
+         "CPU of a", "interr.", "signal", "others'", "per signal");
+  printf("  %-20s %7s %7s %7s %10s %10s %10s %10s %10s\n", "", "clean", "interr.", "signal",
+         "clean one", "- clean", "- clean", "/ signal", "(net)");
+  double tick = NAN;
+  for (int k = 0; k < NCOST; k++) {
+    double n[3] = {0, 0, 0}, clean[MAX_ROUNDS], irq[MAX_ROUNDS], hit[MAX_ROUNDS];
+    double others[MAX_ROUNDS];
+    int nc = 0, ni = 0, nh = 0, no = 0;
     for (int r = 0; r < rounds; r++) {
-      const presult *x = &cr[k][r];
-      if (!x->profiled || !(x->quiet_n > 0) || !(x->hit_n > 0))
+      const presult *x = &cr[k][r], *base = &cr[K_NONE][r];
+      if (!x->ok || !(x->cycles_n[CLEAN] > 0) || (cs[k].kind != PROF_NONE && !x->profiled))
         continue;
-      quiet[n] = x->quiet_ns;
-      cost[n] = x->hit_ns - x->quiet_ns;
-      nq += x->quiet_n;
-      nh += x->hit_n;
-      n++;
-      if (!isnan(base_others[r]) && real_samples(x) > 0)
-        others[no++] = (x->process_cpu_ns - x->cpu_ns - base_others[r]) / real_samples(x);
+      for (int i = 0; i < 3; i++)
+        n[i] += x->cycles_n[i];
+      clean[nc++] = x->cycle_ns[CLEAN];
+      if (x->cycles_n[IRQ] > 0)
+        irq[ni++] = x->cycle_ns[IRQ] - x->cycle_ns[CLEAN];
+      if (x->cycles_n[HIT] > 0)
+        hit[nh++] = x->cycle_ns[HIT] - x->cycle_ns[CLEAN];
+      if (cs[k].kind != PROF_NONE && base->ok && real_samples(x) > 0)
+        others[no++] = ((x->process_cpu_ns - x->cpu_ns) - (base->process_cpu_ns - base->cpu_ns)) /
+                       real_samples(x);
     }
-    if (!n) {
-      printf("  %-20s %s%s\n", names[k], off[k][0] ? "unavailable: " : "no cycle took a signal",
+    if (off[k][0] || !nc) {
+      printf("  %-20s %s%s\n", names[k], off[k][0] ? "unavailable: " : "FAILED",
              off[k][0] ? off[k] : "");
       continue;
     }
-    double in_thread = median(cost, n), other = no ? median(others, no) : 0;
-    inrun[k] = (in_thread + other) / 1e9;
-    printf("  %-20s %11.0f %11.0f %8.1f us %8.1f us %8.1f us %8.1f us\n", names[k], nq / n,
-           nh / n, median(quiet, n) / 1e3, in_thread / 1e3, other / 1e3, 1e6 * inrun[k]);
+    textline l = {.n = 0};
+    line_add(&l, "  %-20s %7.0f %7.0f %7.0f %7.1f us", names[k], n[CLEAN] / nc, n[IRQ] / nc,
+             n[HIT] / nc, median(clean, nc) / 1e3);
+    if (ni)
+      line_add(&l, " %7.1f us", median(irq, ni) / 1e3);
+    else
+      line_add(&l, " %10s", "-");
+    if (k == K_NONE && ni)
+      tick = median(irq, ni);
+    if (nh && cs[k].kind != PROF_NONE) {
+      double other = no ? median(others, no) : 0;
+      /* A timer's signal rides on the tick, which comes anyway. */
+      double net = median(hit, nh) + other - (k == K_PER_THREAD && !isnan(tick) ? tick : 0);
+      line_add(&l, " %7.1f us %7.1f us %7.1f us", median(hit, nh) / 1e3, other / 1e3, net / 1e3);
+      inrun[k] = net / 1e9;
+    }
+    line_put(&l);
   }
 
   printf("\n  a: the workload process's CPU time over the workers' run (workers, handlers, the\n"
          "  profiler's threads, the kernel's work for them) minus the same round's unprofiled\n"
          "  run's (the same work: a fixed number of iterations), over the median signals the\n"
          "  workers took; \"unprofiled again\" is the noise, what a cannot resolve.\n"
-         "  b: the mean CPU time (middle 80%%) of the cycles that took one signal minus that\n"
-         "  of the cycles that took none, in the same threads at the same time (medians over\n"
-         "  rounds), leaving out cycles in which the thread was switched out (the tick that\n"
-         "  fires a CPU timer also preempts, and cold caches would be charged to the signal);\n"
-         "  others': the CPU time of the threads other than the workers (the profiler's\n"
-         "  reader) beyond the unprofiled run's, per signal. b charges a signal with the\n"
-         "  interrupt that brought it: for perf its own timer interrupt, for the timers the\n"
-         "  scheduler tick, which a busy thread takes with or without a profiler, so b\n"
-         "  overstates the timers' cost by a tick's. Kernel work that is not tied to a\n"
-         "  signal (a perf event's switching in and out) is in a, not in b.\n");
+         "  b: the workers' cycles (per run; medians over rounds) in which the thread was not\n"
+         "  switched out (the tick that fires a CPU timer also preempts, and the cold caches\n"
+         "  it comes back to would be charged to the signal): clean ones, ones interrupted\n"
+         "  without a signal (a gap of over 2 us between two reads of the CPU's counter in\n"
+         "  the loop), ones that took one signal; the mean CPU time of each (middle 80%%),\n"
+         "  the same work in the same threads at the same time. others': the CPU time of the\n"
+         "  threads other than the workers (the profiler's reader) beyond the unprofiled\n"
+         "  run's, per signal. net: signal - clean + others'; a timer's signal comes with\n"
+         "  the scheduler tick, which a busy thread takes with or without a profiler, so\n"
+         "  for per-thread an interruption as the unprofiled runs measure it is taken off;\n"
+         "  perf's signal comes with its own timer interrupt, which is its cost. Kernel work\n"
+         "  not tied to a signal (a perf event's switching in and out) is in a, not b.\n");
   if (!isnan(whole[K_PERF]) && !isnan(whole[K_PER_THREAD]) && whole[K_PER_THREAD] > 0)
     printf("  perf / per-thread, CPU per signal, a: %.2fx (%.1f vs %.1f us; the noise spread\n"
            "  over the per-thread run's signals: %+.1f .. %+.1f us per signal)\n",
            whole[K_PERF] / whole[K_PER_THREAD], 1e6 * whole[K_PERF], 1e6 * whole[K_PER_THREAD],
            1e6 * noise_lo / signals[K_PER_THREAD], 1e6 * noise_hi / signals[K_PER_THREAD]);
-  else
+  else if (off[K_PERF][0] || isnan(whole[K_PERF]) || isnan(whole[K_PER_THREAD]))
     printf("  perf / per-thread, a: not measured (%s)\n",
-           off[K_PERF][0] ? "perf unavailable" : "a run failed or took no extra CPU");
+           off[K_PERF][0] ? "perf unavailable" : "a run failed");
+  else
+    printf("  perf / per-thread, a: not resolved: per-thread's extra CPU, %+.1f us per signal,\n"
+           "  is within the noise (%+.1f .. %+.1f us per signal)\n",
+           1e6 * whole[K_PER_THREAD], 1e6 * noise_lo / signals[K_PER_THREAD],
+           1e6 * noise_hi / signals[K_PER_THREAD]);
   if (!isnan(inrun[K_PERF]) && !isnan(inrun[K_PER_THREAD]) && inrun[K_PER_THREAD] > 0)
-    printf("  perf / per-thread, CPU per signal, b: %.2fx (%.1f vs %.1f us)\n",
+    printf("  perf / per-thread, CPU per signal, b (net): %.2fx (%.1f vs %.1f us)\n",
            inrun[K_PERF] / inrun[K_PER_THREAD], 1e6 * inrun[K_PERF], 1e6 * inrun[K_PER_THREAD]);
   else
     printf("  perf / per-thread, b: not measured (%s)\n",
-           off[K_PERF][0] ? "perf unavailable" : "no cycle took a signal");
+           off[K_PERF][0] ? "perf unavailable" : "too few cycles of a class");
 }
 
 static double calibrate_periodic(void) {

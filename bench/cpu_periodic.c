@@ -40,11 +40,12 @@
  *          signals (sampling signals delivered to the workers), counted
  *          (the signal numbers watched), cycles (per worker), f60, f30,
  *          f10 (each function's address range, lo:hi), read_ns (one read
- *          of the thread's CPU clock); in work mode also quiet_ns and
- *          hit_ns, the mean CPU time (middle 80%) of a cycle that took no
- *          signal and of one that took exactly one, and how many of each
- *          (quiet_n, hit_n), of the cycles in which the thread was not
- *          switched out */
+ *          of the thread's CPU clock); in work mode also, of the cycles in
+ *          which the thread was not switched out, the mean CPU time (middle
+ *          80%) of one that took no signal and no interruption (clean_ns),
+ *          of one that took no signal but was interrupted (irq_ns), of one
+ *          that took exactly one signal (hit_ns), and how many of each
+ *          (clean_n, irq_n, hit_n) */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -96,15 +97,28 @@ static inline __attribute__((always_inline)) uint64_t counter(void) {
 
 static double ticks_per_ns = 1;
 
+/* Work mode: the loops read the counter every 64 rounds, and a gap longer
+ * than gap_ticks between two reads is an interruption (an interrupt, a
+ * signal), counted per thread. */
+#define GAP_NS 2000
+static uint64_t gap_ticks = UINT64_MAX;
+static _Thread_local uint64_t t_gaps;
+
 /* n rounds of an LCG, or (until != 0) rounds until the counter reaches
  * until; c differs per function so that no compiler folds them into one. */
 static inline __attribute__((always_inline)) uint64_t spin(uint64_t n, uint64_t until,
                                                            uint64_t c) {
   uint64_t x = c;
   if (until == 0) {
+    uint64_t last = counter();
     for (uint64_t i = 0; i < n; i++) {
       x = x * UINT64_C(6364136223846793005) + c;
       __asm__ volatile("" : "+r"(x));
+      if ((i & 63) == 63) {
+        uint64_t now = counter();
+        t_gaps += now - last > gap_ticks;
+        last = now;
+      }
     }
     return x;
   }
@@ -137,6 +151,9 @@ uint64_t spin_10(uint64_t n, uint64_t until) {
 static uint64_t (*const spins[3])(uint64_t, uint64_t) = {spin_60, spin_30, spin_10};
 static const uint64_t share_permille[3] = {600, 300, 100};
 
+/* Work mode's cycles, by what happened in them. */
+enum { CY_CLEAN, CY_IRQ, CY_HIT, NCLASSES };
+
 typedef struct worker {
   pthread_barrier_t *start;
   uint64_t ns[3];        /* CPU time in each function */
@@ -144,10 +161,9 @@ typedef struct worker {
   unsigned long signals; /* sampling signals delivered to it */
   uint64_t cycles;
   uint64_t sink;
-  /* work mode: the CPU time of each cycle that took no signal (quiet) and
-   * of each that took exactly one (hit), up to cap of each */
-  uint32_t *quiet, *hit;
-  size_t nquiet, nhit, cap;
+  /* work mode: the CPU time of each cycle by class, up to cap of each */
+  uint32_t *cyc[NCLASSES];
+  size_t ncyc[NCLASSES], cap;
 } worker;
 
 /* What every worker does, fixed before they start. */
@@ -169,14 +185,15 @@ static long switches(void) {
 }
 
 /* One cycle of fixed work; the truth is the CPU clock between the calls.
- * The cycle's own CPU time is kept by the signals it took: the same work
- * with and without a signal, in the same run, is what one signal costs the
- * thread (bench/cpu part 7). Cycles in which the thread was switched out
- * are not kept: the tick that switches a thread out is also the one that
- * fires its CPU timer, and the cold caches it comes back to would be
- * charged to the signal. switched: the count at the cycle's start, updated. */
+ * The cycle's own CPU time is kept by what happened in it: the same work
+ * with and without a signal, or an interrupt, in the same run, is what one
+ * costs the thread (bench/cpu part 7). Cycles in which the thread was
+ * switched out are not kept: the tick that switches a thread out is also
+ * the one that fires its CPU timer, and the cold caches it comes back to
+ * would be charged to the signal. switched: the count at the cycle's
+ * start, updated. */
 static void cycle_work(worker *w, long *switched) {
-  uint64_t t[4];
+  uint64_t t[4], gaps0 = t_gaps;
   unsigned long signals0 = sigcount_thread;
   t[0] = clock_ns(CLOCK_THREAD_CPUTIME_ID);
   for (int f = 0; f < 3; f++) {
@@ -189,12 +206,11 @@ static void cycle_work(worker *w, long *switched) {
   long before = *switched;
   *switched = switches();
   uint64_t took = t[3] - t[0];
-  if (took > UINT32_MAX || *switched != before)
+  if (took > UINT32_MAX || *switched != before || got > 1)
     return;
-  if (got == 0 && w->nquiet < w->cap)
-    w->quiet[w->nquiet++] = (uint32_t)took;
-  else if (got == 1 && w->nhit < w->cap)
-    w->hit[w->nhit++] = (uint32_t)took;
+  int cls = got ? CY_HIT : t_gaps != gaps0 ? CY_IRQ : CY_CLEAN;
+  if (w->ncyc[cls] < w->cap)
+    w->cyc[cls][w->ncyc[cls]++] = (uint32_t)took;
 }
 
 /* One cycle in lockstep with the monotonic clock; 0 once past the end. */
@@ -272,22 +288,22 @@ static int cmp_u32(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* The mean CPU time of all workers' quiet (or hit) cycles, over the middle
- * 80% of them: the times come in steps (what else the core runs), so a
- * median jumps, and a few cycles can be long for reasons of their own. 0
- * when there are none. */
-static double pooled_mean(const worker *w, int nthreads, int hit, size_t *count) {
+/* The mean CPU time of all workers' cycles of a cls, over the middle 80%
+ * of them: the times come in steps (what else the core runs), so a median
+ * jumps, and a few cycles can be long for reasons of their own. 0 when
+ * there are none. */
+static double pooled_mean(const worker *w, int nthreads, int cls, size_t *count) {
   size_t n = 0;
   for (int i = 0; i < nthreads; i++)
-    n += hit ? w[i].nhit : w[i].nquiet;
+    n += w[i].ncyc[cls];
   *count = n;
   uint32_t *all = n ? malloc(n * sizeof *all) : NULL;
   if (all == NULL)
     return 0;
   size_t k = 0;
   for (int i = 0; i < nthreads; i++) {
-    size_t m = hit ? w[i].nhit : w[i].nquiet;
-    memcpy(all + k, hit ? w[i].hit : w[i].quiet, m * sizeof *all);
+    size_t m = w[i].ncyc[cls];
+    memcpy(all + k, w[i].cyc[cls], m * sizeof *all);
     k += m;
   }
   qsort(all, n, sizeof *all, cmp_u32);
@@ -316,8 +332,9 @@ static int run(int nthreads) {
   char counted[256];
   sigcount_install(counted, sizeof counted);
   double read_ns = read_cost_ns();
+  calibrate_counter();
+  gap_ticks = (uint64_t)(GAP_NS * ticks_per_ns);
   if (lockstep) {
-    calibrate_counter();
     end_cycle = clock_ns(CLOCK_MONOTONIC) / period_ns + 1 + ncycles;
   }
   pthread_barrier_t start;
@@ -326,11 +343,11 @@ static int run(int nthreads) {
   size_t cap = lockstep ? 0 : ncycles < (1u << 20) ? (size_t)ncycles : (1u << 20);
   for (int i = 0; i < nthreads; i++) {
     w[i] = (worker){.start = &start, .cap = cap};
-    if (cap && ((w[i].quiet = malloc(cap * sizeof(uint32_t))) == NULL ||
-                (w[i].hit = malloc(cap * sizeof(uint32_t))) == NULL)) {
-      fprintf(stderr, "cpu_periodic: out of memory\n");
-      return 1;
-    }
+    for (int cls = 0; cls < NCLASSES && cap; cls++)
+      if ((w[i].cyc[cls] = malloc(cap * sizeof(uint32_t))) == NULL) {
+        fprintf(stderr, "cpu_periodic: out of memory\n");
+        return 1;
+      }
     if (pthread_create(&th[i], NULL, worker_main, &w[i]) != 0) {
       fprintf(stderr, "cpu_periodic: pthread_create failed\n");
       return 1;
@@ -349,12 +366,13 @@ static int run(int nthreads) {
     cycles += w[i].cycles;
     sink += w[i].sink;
   }
-  size_t nquiet, nhit;
-  double quiet = pooled_mean(w, nthreads, 0, &nquiet);
-  double hit = pooled_mean(w, nthreads, 1, &nhit);
+  size_t ncyc[NCLASSES];
+  double mean[NCLASSES];
+  for (int cls = 0; cls < NCLASSES; cls++)
+    mean[cls] = pooled_mean(w, nthreads, cls, &ncyc[cls]);
   printf("ns_60=%llu ns_30=%llu ns_10=%llu cpu_ns=%llu process_cpu_ns=%llu wall_ns=%llu "
          "signals=%lu counted=%s cycles=%llu f60=%p:%p f30=%p:%p f10=%p:%p read_ns=%.0f "
-         "quiet_ns=%.0f quiet_n=%zu hit_ns=%.0f hit_n=%zu sink=%d\n",
+         "clean_ns=%.0f clean_n=%zu irq_ns=%.0f irq_n=%zu hit_ns=%.0f hit_n=%zu sink=%d\n",
          (unsigned long long)ns[0], (unsigned long long)ns[1], (unsigned long long)ns[2],
          (unsigned long long)cpu, (unsigned long long)(window_c1 - window_c0),
          (unsigned long long)(window_t1 - window_t0), signals, counted,
@@ -362,11 +380,12 @@ static int run(int nthreads) {
          (const void *)__start_pprt_bench_spin_60, (const void *)__stop_pprt_bench_spin_60,
          (const void *)__start_pprt_bench_spin_30, (const void *)__stop_pprt_bench_spin_30,
          (const void *)__start_pprt_bench_spin_10, (const void *)__stop_pprt_bench_spin_10, read_ns,
-         quiet, nquiet, hit, nhit, (int)(sink & 1));
+         mean[CY_CLEAN], ncyc[CY_CLEAN], mean[CY_IRQ], ncyc[CY_IRQ], mean[CY_HIT], ncyc[CY_HIT],
+         (int)(sink & 1));
   pthread_barrier_destroy(&start);
   for (int i = 0; i < nthreads; i++) {
-    free(w[i].quiet);
-    free(w[i].hit);
+    for (int cls = 0; cls < NCLASSES; cls++)
+      free(w[i].cyc[cls]);
   }
   return 0;
 }
