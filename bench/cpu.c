@@ -1346,7 +1346,9 @@ static void bench_periodic(void) {
     for (int k = 0; k < NCASES; k++)
       for (int s = 0; s < NSOURCES; s++) {
         if (s == S_GPERF && !gperf_lib[0])
-          snprintf(source_off[h][s], sizeof source_off[h][s], "gperftools not found");
+          snprintf(source_off[h][s], sizeof source_off[h][s],
+                   "skipped, gperftools not found (apt-get install libgoogle-perftools4, or "
+                   "BENCH_LIBPROFILER=path)");
         if (source_off[h][s][0])
           continue;
         config c = source_config(s, sweep_hz[h]);
