@@ -1306,41 +1306,45 @@ static void print_periodic_table(int h) {
     }
     line_put(&l);
   }
-  /* Per source: the worst errors, the samples a run had, and what random
-   * sampling alone would scatter with that many. */
-  const char *rows[] = {"worst error, work", "worst error, lockstep", "signals per run",
-                        "2 sd, random"};
-  for (int row = 0; row < 4; row++) {
-    line_add(&l, "  %-29s", rows[row]);
-    for (int s = 0; s < NSOURCES; s++) {
-      double worst = NAN, real = 0;
-      int n = 0;
-      for (int k = 0; k < NCASES; k++) {
-        const presult *r = &sweep[h][k][s];
-        if (!r->profiled)
-          continue;
-        double e = share_error(r);
-        if (row < 2 && pcases[k].lockstep == row && !isnan(e))
-          worst = isnan(worst) ? e : fmax(worst, e);
-        real += real_samples(r);
-        n++;
+  /* Per source and kind of case: the worst error, the signals a run took,
+   * and what random sampling alone would scatter with that many. */
+  static const char *const kinds[2] = {"work", "lockstep"};
+  static const char *const rows[3] = {"worst error", "signals per run", "2 sd, random"};
+  for (int kind = 0; kind < 2; kind++)
+    for (int row = 0; row < 3; row++) {
+      char label[64];
+      snprintf(label, sizeof label, "%s: %s", kinds[kind], rows[row]);
+      line_add(&l, "  %-29s", label);
+      for (int s = 0; s < NSOURCES; s++) {
+        double worst = NAN, real = 0;
+        int n = 0;
+        for (int k = 0; k < NCASES; k++) {
+          const presult *r = &sweep[h][k][s];
+          if (!r->profiled || pcases[k].lockstep != kind)
+            continue;
+          double e = share_error(r);
+          if (!isnan(e))
+            worst = isnan(worst) ? e : fmax(worst, e);
+          real += real_samples(r);
+          n++;
+        }
+        if (!n)
+          line_add(&l, "   %-19s", "-");
+        else if (row == 0)
+          line_add(&l, "   %14s %4.1f", "", worst);
+        else if (row == 1)
+          line_add(&l, "   %19.0f", real / n);
+        else
+          line_add(&l, "   %14s %4.1f", "", 200 * sqrt(0.6 * 0.4 / fmax(1, real / n)));
       }
-      if (!n)
-        line_add(&l, "   %-19s", "-");
-      else if (row < 2)
-        line_add(&l, "   %14s %4.1f", "", worst);
-      else if (row == 2)
-        line_add(&l, "   %19.0f", real / n);
-      else
-        line_add(&l, "   %14s %4.1f", "", 200 * sqrt(0.6 * 0.4 / (real / n)));
+      line_put(&l);
     }
-    line_put(&l);
-  }
 }
 
 static void bench_periodic(void) {
   printf("\n5. a periodic workload: shares of spin_60, spin_30, spin_10, which take 60%%, 30%%,\n"
-         "   10%% of a repeated cycle, against the truth, in %d threads, %.2f s per case\n",
+         "   10%% of a repeated cycle, against the truth; %d threads, each %.2f s of CPU (work)\n"
+         "   or of wall time (lockstep) per case\n",
          SWEEP_THREADS, sweep_seconds);
   for (int h = 0; h < NHZ; h++)
     for (int k = 0; k < NCASES; k++)
@@ -1380,8 +1384,9 @@ static void bench_periodic(void) {
          "  samples x period) over the three functions' total, a sample going to the first of\n"
          "  its frames inside one of them (by address range); error: the largest gap between a\n"
          "  profile's share and the run's own truth, in points. signals per run: sampling\n"
-         "  signals delivered to the workers. 2 sd, random: twice the standard deviation of\n"
-         "  the 60%% share from that many independent samples, the scatter of sampling alone.\n"
+         "  signals delivered to the workers (lockstep runs get less CPU on a busy machine).\n"
+         "  2 sd, random: twice the standard deviation of the 60%% share from that many\n"
+         "  independent samples, the scatter of sampling alone.\n"
          "  Sources: pprt's PPRT_CPUPROFILE_TIMER=perf, per-thread and process; gperftools\n"
          "  with its default process timer (setitimer).\n",
          read_ns);
