@@ -16,7 +16,10 @@
  *                   thread's clock and its current interval;
  *   the handler     re-arm the clock, unwind, one ring write, nothing else;
  *   the reader      a thread that drains the ring into the profile builder,
- *                   rescans threads, and at stop lets the profile be written.
+ *                   rescans threads, and at stop lets the profile be written;
+ *   blocked threads a thread that blocks SIGPROF gets no sample: the reader
+ *                   finds it (its signal mask) and charges its CPU time to
+ *                   a synthetic frame, so the totals stay honest.
  *
  * fork: the child keeps no session (its copy is dropped, not freed, since
  * another thread may have been inside it), restores the program's SIGPROF
@@ -69,6 +72,7 @@ typedef struct slot {
   _Atomic uint64_t tid; /* 0 never used, TID_GONE removed */
   _Atomic int fd;       /* its sampling clock, -1 for a CPU timer */
   uint64_t interval;    /* ns: the period running now */
+  uint64_t armed;       /* the clock's count when it started */
   uint64_t last;        /* the clock's count at the previous sample */
   uint64_t rng;         /* xorshift64* state for the next interval */
 } slot;
@@ -79,6 +83,16 @@ typedef struct timer_entry {
   pprt__os_sample_clock clock; /* SOURCE_CLOCK */
   int seen;                    /* found by the current rescan */
 } timer_entry;
+
+/* A thread seen blocking SIGPROF, as the reader accounts for it. */
+typedef struct blocked_entry {
+  uint64_t tid;
+  uint64_t cpu_ns;   /* its CPU time at the last check */
+  uint64_t seen_ns;  /* weights of its samples since then */
+  uint64_t charged;  /* CPU time charged to the synthetic frame, in all */
+  uint64_t credit;   /* of which a late sample may still claim: not counted twice */
+  int blocks;        /* it blocked SIGPROF at the last check */
+} blocked_entry;
 
 typedef struct name_entry {
   uint64_t tid;
@@ -117,6 +131,12 @@ typedef struct session {
   uint64_t samples, lost, external;
   uint64_t signals;   /* records: one per timer signal taken */
   uint64_t sample_ns; /* the weights' sum */
+  blocked_entry *blocked;
+  size_t nblocked, blocked_cap;
+  uint64_t blocked_ns; /* charged to PPRT__FRAME_BLOCKED */
+  uint64_t last_blocked_check;
+  blocked_entry *at_start; /* each thread's CPU time when the session started */
+  size_t nat_start, at_start_cap;
   uint64_t last_rescan;
 
   int64_t start_wall;
@@ -197,6 +217,7 @@ static slot *slot_add(session *s, uint64_t tid, int fd) {
     return NULL;
   atomic_store_explicit(&reuse->fd, fd, memory_order_relaxed);
   reuse->last = 0;
+  reuse->armed = 0;
   reuse->rng = mix64(tid ^ pprt__os_monotonic_ns() ^ (uintptr_t)reuse) | 1;
   reuse->interval = draw_interval(reuse, s->period_ns);
   atomic_store_explicit(&reuse->tid, tid, memory_order_release);
@@ -375,11 +396,21 @@ static int on_clock(session *s, int fd, void *ucontext) {
    * count, so the weights add up to the thread's CPU time. Taking the
    * period alone saves this read but came out 0.7-2% short with busy
    * threads on 2 cores (test_cpu's workers). */
+  uint64_t lag = 0;
   if (pprt__os_sample_clock_read(&c, &now) == 0) {
     weight = now - e->last;
     e->last = now;
+    /* The clock ran on between its expiry and now (the signal's delivery,
+     * this read), and the next period starts at the re-arm: take that
+     * lag off the next period, so periods follow each other from expiry
+     * to expiry and the rate asked is the rate delivered. */
+    uint64_t ran = now - e->armed;
+    if (ran >= e->interval && e->interval > 0)
+      lag = (ran - e->interval) % e->interval;
+    e->armed = now;
   }
-  e->interval = draw_interval(e, s->period_ns);
+  uint64_t next = draw_interval(e, s->period_ns);
+  e->interval = next > lag + MIN_INTERVAL_NS ? next - lag : MIN_INTERVAL_NS;
   pprt__os_sample_clock_rearm(&c, e->interval);
   record(s, ucontext, tid, 1, weight);
   return 1;
@@ -460,6 +491,143 @@ static const char *thread_name(session *s, uint64_t tid) {
   return name;
 }
 
+/* ---- threads that block SIGPROF (the reader's) -------------------------------------- */
+
+#define BLOCKED_CHECK_NS 1000000000ull /* a /proc read per thread: once a second */
+
+static int had_samples(session *s, uint64_t tid);
+static void update_blocked(session *s, blocked_entry *b, uint64_t cpu);
+
+static blocked_entry *find_blocked(session *s, uint64_t tid) {
+  for (size_t i = 0; i < s->nblocked; i++)
+    if (s->blocked[i].tid == tid)
+      return &s->blocked[i];
+  return NULL;
+}
+
+/* A sample of thread tid arrived with this weight. Returns the weight to
+ * count: a thread that unblocks SIGPROF receives the signal its source sent
+ * meanwhile, weighted (from its clock, or a timer's overruns) with the CPU
+ * time that was already charged to the synthetic frame; that part is taken
+ * off. */
+static uint64_t blocked_saw_sample(session *s, uint64_t tid, uint64_t weight) {
+  blocked_entry *b = s->nblocked ? find_blocked(s, tid) : NULL;
+  if (b == NULL)
+    return weight;
+  uint64_t take = b->credit < weight ? b->credit : weight;
+  b->credit -= take;
+  b->seen_ns += weight - take;
+  return weight - take;
+}
+
+static void charge_blocked(session *s, blocked_entry *b, uint64_t ns) {
+  char name_buf[64];
+  const char *name = NULL;
+  if (pprt__os_thread_name(b->tid, name_buf, sizeof name_buf) == 0)
+    name = name_buf;
+  pprt__label labels[2] = {{"thread_id", NULL, (int64_t)b->tid, "id"},
+                           {"thread_name", name, 0, NULL}};
+  int64_t v[2] = {(int64_t)((ns + s->period_ns / 2) / s->period_ns), (int64_t)ns};
+  pprt__profile_add_synthetic(s->prof, PPRT__FRAME_BLOCKED, v, labels, name ? 2 : 1);
+  b->charged += ns;
+  b->credit += ns;
+  s->blocked_ns += ns;
+}
+
+/* One thread: if it blocks SIGPROF, the CPU time it used since the last
+ * check that no sample covered is charged to the synthetic frame. */
+static int check_blocked_one(uint64_t tid, void *ctx) {
+  session *s = ctx;
+  if (tid == atomic_load(&s->reader_tid))
+    return 0; /* pprt's own: blocks everything, on purpose */
+  int blocks = 0;
+  uint64_t cpu = 0;
+  if (pprt__os_thread_blocks(tid, SIGPROF, &blocks) != 0)
+    return 0;
+  blocked_entry *b = find_blocked(s, tid);
+  if (b == NULL) {
+    if (!blocks)
+      return 0;
+    if (pprt__os_thread_cpu_ns(tid, &cpu) != 0)
+      return 0;
+    if (s->nblocked == s->blocked_cap) {
+      size_t ncap = s->blocked_cap ? 2 * s->blocked_cap : 16;
+      blocked_entry *n = realloc(s->blocked, ncap * sizeof *n);
+      if (n == NULL)
+        return 0;
+      s->blocked = n;
+      s->blocked_cap = ncap;
+    }
+    /* A thread that has had no sample blocked SIGPROF all along: its CPU
+     * time since the session started (or since it was created) went
+     * unsampled. For one that had samples, the unsampled part begins
+     * somewhere after its last one: counted from this check on. */
+    b = &s->blocked[s->nblocked++];
+    *b = (blocked_entry){tid, cpu, 0, 0, 0, 1};
+    if (!had_samples(s, tid)) {
+      uint64_t base = 0;
+      for (size_t i = 0; i < s->nat_start; i++)
+        if (s->at_start[i].tid == tid)
+          base = s->at_start[i].cpu_ns;
+      if (cpu > base)
+        charge_blocked(s, b, cpu - base);
+    }
+    return 0;
+  }
+  if (pprt__os_thread_cpu_ns(tid, &cpu) != 0)
+    return 0;
+  update_blocked(s, b, cpu);
+  b->blocks = blocks;
+  return 0;
+}
+
+/* Blocked now or at the last check: what its samples did not cover. */
+static void update_blocked(session *s, blocked_entry *b, uint64_t cpu) {
+  uint64_t used = cpu > b->cpu_ns ? cpu - b->cpu_ns : 0;
+  if (b->blocks && used > b->seen_ns)
+    charge_blocked(s, b, used - b->seen_ns);
+  b->cpu_ns = cpu;
+  b->seen_ns = 0;
+}
+
+/* Every thread's mask: once a second, as it costs a file read each. */
+static void check_blocked(session *s) {
+  pprt__os_thread_each(check_blocked_one, s);
+}
+
+/* The threads known to block: their CPU time, at every rescan (a clock
+ * read each), so that one that exits loses little. */
+static void update_known_blocked(session *s) {
+  for (size_t i = 0; i < s->nblocked; i++) {
+    uint64_t cpu;
+    if (s->blocked[i].blocks && pprt__os_thread_cpu_ns(s->blocked[i].tid, &cpu) == 0)
+      update_blocked(s, &s->blocked[i], cpu);
+  }
+}
+
+static int snapshot_one(uint64_t tid, void *ctx) {
+  session *s = ctx;
+  uint64_t cpu;
+  if (pprt__os_thread_cpu_ns(tid, &cpu) != 0)
+    return 0;
+  if (s->nat_start == s->at_start_cap) {
+    size_t ncap = s->at_start_cap ? 2 * s->at_start_cap : 16;
+    blocked_entry *n = realloc(s->at_start, ncap * sizeof *n);
+    if (n == NULL)
+      return 1;
+    s->at_start = n;
+    s->at_start_cap = ncap;
+  }
+  s->at_start[s->nat_start++] = (blocked_entry){.tid = tid, .cpu_ns = cpu};
+  return 0;
+}
+
+/* Whether thread tid has had a sample (every sample's thread is named). */
+static int had_samples(session *s, uint64_t tid) {
+  struct name_key k = {s, tid};
+  return pprt__table_find(&s->name_index, pprt__hash_finish(tid), name_eq, &k) >= 0;
+}
+
 static void take_record(session *s, const pprt__ring_record *rec) {
   int64_t period = (int64_t)s->period_ns;
   if (rec->kind == PPRT__RING_OVERFLOW) {
@@ -473,14 +641,15 @@ static void take_record(session *s, const pprt__ring_record *rec) {
     return;
   uint64_t tid = rec->hdr[0];
   int64_t count = (int64_t)(rec->hdr[1] & 0xffffffffu);
-  int64_t v[2] = {count, (int64_t)rec->hdr[2]};
+  uint64_t weight = blocked_saw_sample(s, tid, rec->hdr[2]);
+  int64_t v[2] = {count, (int64_t)weight};
   const char *name = thread_name(s, tid);
   pprt__label labels[2] = {{"thread_id", NULL, (int64_t)tid, "id"},
                            {"thread_name", name, 0, NULL}};
   size_t nlabels = name ? 2 : 1;
   s->samples += (uint64_t)count;
   s->signals++;
-  s->sample_ns += rec->hdr[2];
+  s->sample_ns += weight;
   /* Into a running trace too (it does nothing otherwise). */
   pprt__trace_cpu_sample(tid, rec->timestamp, rec->pcs, rec->npcs, (uint64_t)count);
   if (rec->hdr[1] & PPRT__CPU_FLAG_EXTERNAL) {
@@ -508,12 +677,19 @@ static void *reader_main(void *arg) {
     if (rc == 1)
       take_record(s, &rec);
     uint64_t now = pprt__os_monotonic_ns();
-    if (s->thread_timers && now - s->last_rescan >= RESCAN_NS) {
+    if (now - s->last_blocked_check >= BLOCKED_CHECK_NS) {
+      s->last_blocked_check = now;
+      check_blocked(s);
+    }
+    if (now - s->last_rescan >= RESCAN_NS) {
       s->last_rescan = now;
-      pthread_mutex_lock(&g_control);
-      if (atomic_load(&g_session) == s)
-        rescan(s);
-      pthread_mutex_unlock(&g_control);
+      update_known_blocked(s);
+      if (s->thread_timers) {
+        pthread_mutex_lock(&g_control);
+        if (atomic_load(&g_session) == s)
+          rescan(s);
+        pthread_mutex_unlock(&g_control);
+      }
     }
   }
   return NULL;
@@ -571,6 +747,8 @@ static void session_free(session *s) {
   free(s->names);
   pprt__table_free(&s->name_index);
   free(s->timers);
+  free(s->blocked);
+  free(s->at_start);
   free(s->readbuf);
   free(s);
 }
@@ -739,6 +917,7 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
     return rc;
   }
 
+  pprt__os_thread_each(snapshot_one, s);
   atomic_store(&g_cookie, s->cookie);
   rc = pprt__os_signal_install(SIGPROF, on_sigprof, &g_sigsave);
   if (rc == 0 && (rc = start_reader(s)) != 0)
@@ -753,6 +932,7 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
   s->start_mono = pprt__os_monotonic_ns();
   s->start_cpu = cpu_seconds();
   s->last_rescan = s->start_mono;
+  s->last_blocked_check = s->start_mono;
   atomic_store(&g_session, s);
   pthread_mutex_unlock(&g_control);
 
@@ -813,6 +993,30 @@ static void add_comments(session *s, double cpu) {
   snprintf(c, sizeof c, "lost samples %llu, unwalkable stacks %llu",
            (unsigned long long)s->lost, (unsigned long long)s->external);
   pprt__profile_add_comment(s->prof, c);
+  if (s->blocked_ns == 0)
+    return;
+  size_t n = 0, listed = 0;
+  for (size_t i = 0; i < s->nblocked; i++)
+    n += s->blocked[i].charged > 0;
+  snprintf(c, sizeof c,
+           "signals blocked: %zu thread(s) blocked SIGPROF; %.3f s of their CPU time is under "
+           PPRT__FRAME_BLOCKED,
+           n, (double)s->blocked_ns / 1e9);
+  pprt__profile_add_comment(s->prof, c);
+  for (size_t i = 0; i < s->nblocked && listed < 16; i++) {
+    const blocked_entry *b = &s->blocked[i];
+    if (b->charged == 0)
+      continue;
+    const char *name = thread_name(s, b->tid);
+    snprintf(c, sizeof c, "signals blocked: thread %llu (%s) %.3f s",
+             (unsigned long long)b->tid, name ? name : "?", (double)b->charged / 1e9);
+    pprt__profile_add_comment(s->prof, c);
+    listed++;
+  }
+  if (n > listed) {
+    snprintf(c, sizeof c, "signals blocked: %zu more thread(s)", n - listed);
+    pprt__profile_add_comment(s->prof, c);
+  }
 }
 
 static int cpu_stop(void) {
@@ -843,6 +1047,8 @@ static int cpu_stop(void) {
   pthread_mutex_unlock(&g_control);
   pprt__ring_close(&s->ring);
   pthread_join(s->reader, NULL);
+  /* The reader is done: the last word on threads that block SIGPROF. */
+  check_blocked(s);
   /* A tick still pending now finds the program's action, or SIG_IGN where
    * that was SIG_DFL, and cannot kill the process (Go issue 19320). */
   pprt__os_signal_restore(SIGPROF, &g_sigsave);

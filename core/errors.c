@@ -39,6 +39,13 @@ const char *pprt_strerror(int err) {
     return "operation not permitted";
   case ENOENT:
     return "not found";
+  case EACCES:
+    return "permission denied (for perf events: perf_event_paranoid, or a seccomp filter)";
+  case ESRCH:
+    return "no such thread";
+  case EMFILE:
+  case ENFILE:
+    return "too many open files";
   default:
     return "unknown error";
   }

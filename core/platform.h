@@ -75,6 +75,21 @@ int pprt__os_thread_each(int (*fn)(uint64_t tid, void *ctx), void *ctx);
  * NUL-terminated in buf. Errors: -ESRCH (gone), -ENOTSUP. */
 int pprt__os_thread_name(uint64_t tid, char *buf, size_t len);
 
+/* Whether thread tid of this process blocks signal sig right now: *blocked
+ * is 1 or 0 (Linux: SigBlk in /proc/self/task/<tid>/status; FreeBSD:
+ * ki_sigmask of the thread's kinfo_proc). For the CPU profiler's reader, to
+ * say why a thread has no samples. The answer may be stale by the time it
+ * is used. Not AS-safe. Errors: -ESRCH (gone), -EINVAL (not a signal),
+ * -ENOTSUP (Darwin, which shows no other thread's mask). */
+int pprt__os_thread_blocks(uint64_t tid, int sig, int *blocked);
+
+/* The CPU time thread tid of this process has used so far, user and
+ * system, in nanoseconds (Linux: clock_gettime on the thread's CPU-time
+ * clock, the scheduler's exact runtime; FreeBSD: clock_getcpuclockid2 with
+ * CPUCLOCK_WHICH_TID; Darwin: proc_pidinfo PROC_PIDTHREADID64INFO, to the
+ * microsecond). Not AS-safe. Errors: -ESRCH (gone), -ENOTSUP. */
+int pprt__os_thread_cpu_ns(uint64_t tid, uint64_t *ns);
+
 /* ---- reader wait/wake ------------------------------------------------------ */
 
 /* The wait between a ring buffer's reader and its writers. Two builds,

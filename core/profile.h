@@ -34,6 +34,7 @@ typedef struct pprt__label {
 /* The names of the synthetic frames. */
 #define PPRT__FRAME_LOST "pprt_lost_samples"
 #define PPRT__FRAME_EXTERNAL "pprt_external_code"
+#define PPRT__FRAME_BLOCKED "pprt_signals_blocked" /* CPU time of a thread that blocked SIGPROF */
 
 /* Creates an empty profile whose samples carry ntypes values (at most 8).
  * period_type and period describe one sampling event. Errors: -EINVAL,

@@ -72,7 +72,9 @@ typedef enum pprt_timer_mode {
    * timer rather than the scheduler tick, at randomized intervals, each
    * sample weighted by the CPU time of the interval that ended. Rates above
    * the kernel's tick rate are honoured and periodic programs do not alias.
-   * -ENOTSUP where perf events are refused (seccomp, perf_event_paranoid). */
+   * pprt_cpu_start fails with -EACCES where perf events are refused
+   * (perf_event_paranoid 3 and above, a seccomp filter) and -ENOTSUP where
+   * there are none (not Linux). */
   PPRT_TIMER_PERF = 3,
 } pprt_timer_mode;
 

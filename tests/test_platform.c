@@ -1,8 +1,11 @@
-/* Tests of the platform contract's clocks, thread ids and reader wait/wake,
- * as the backend chosen for this build implements them. */
+/* Tests of the platform contract's clocks, thread ids, what it tells of
+ * other threads (blocked signals, CPU time) and reader wait/wake, as the
+ * backend chosen for this build implements them. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -85,6 +88,152 @@ static void test_thread_ids_are_stable_and_distinct(void **state) {
   }
 }
 
+/* ---- another thread's blocked signals and CPU time ----------------------------- */
+
+/* A thread that steps through phases when the main thread says: it moves
+ * to phase n + 1 when `go` reaches n + 1 and reports where it is in `at`.
+ * It sleeps while it waits, so its CPU time stands still. */
+struct stepper {
+  atomic_int go, at;
+  _Atomic uint64_t tid;
+  uint64_t cpu0, cpu1; /* its own CLOCK_THREAD_CPUTIME_ID around the spin */
+};
+
+static void nap(void) {
+  struct timespec ts = {0, 1000000};
+  nanosleep(&ts, NULL);
+}
+
+static void wait_for(atomic_int *v, int want) {
+  while (atomic_load(v) < want)
+    nap();
+}
+
+/* pthread_join returns when the thread is done with its stack; the kernel
+ * may hold on to the thread a little longer. Waits up to a second for
+ * probe(tid) to say -ESRCH, and returns what it last said. */
+static int once_gone(uint64_t tid, int (*probe)(uint64_t tid)) {
+  int rc = 0;
+  for (int i = 0; i < 1000 && (rc = probe(tid)) != -ESRCH; i++)
+    nap();
+  return rc;
+}
+
+static int probe_blocks(uint64_t tid) {
+  int blocked;
+  return pprt__os_thread_blocks(tid, SIGPROF, &blocked);
+}
+
+static int probe_cpu(uint64_t tid) {
+  uint64_t ns;
+  return pprt__os_thread_cpu_ns(tid, &ns);
+}
+
+static uint64_t own_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Phase 1: SIGPROF blocked; phase 2: unblocked; then it exits. */
+static void *blocker(void *arg) {
+  struct stepper *st = arg;
+  atomic_store(&st->tid, pprt__os_thread_id());
+  sigset_t prof;
+  sigemptyset(&prof);
+  sigaddset(&prof, SIGPROF);
+  pthread_sigmask(SIG_BLOCK, &prof, NULL);
+  atomic_store(&st->at, 1);
+  wait_for(&st->go, 2);
+  pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
+  atomic_store(&st->at, 2);
+  wait_for(&st->go, 3);
+  return NULL;
+}
+
+/* A thread that blocks SIGPROF is reported so, from another thread, and no
+ * longer once it unblocks it; a thread that has gone is -ESRCH. */
+static void test_thread_blocks(void **state) {
+  (void)state;
+  int blocked = -1;
+  int rc = pprt__os_thread_blocks(pprt__os_thread_id(), SIGPROF, &blocked);
+  if (rc == -ENOTSUP)
+    skip();
+  assert_int_equal(rc, 0);
+  assert_int_equal(blocked, 0);
+  assert_int_equal(pprt__os_thread_blocks(pprt__os_thread_id(), 0, &blocked), -EINVAL);
+
+  struct stepper st = {0};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, blocker, &st), 0);
+  wait_for(&st.at, 1);
+  uint64_t tid = atomic_load(&st.tid);
+  assert_int_equal(pprt__os_thread_blocks(tid, SIGPROF, &blocked), 0);
+  assert_int_equal(blocked, 1);
+  assert_int_equal(pprt__os_thread_blocks(tid, SIGUSR2, &blocked), 0);
+  assert_int_equal(blocked, 0);
+  atomic_store(&st.go, 2);
+  wait_for(&st.at, 2);
+  assert_int_equal(pprt__os_thread_blocks(tid, SIGPROF, &blocked), 0);
+  assert_int_equal(blocked, 0);
+  atomic_store(&st.go, 3);
+  pthread_join(th, NULL);
+  assert_int_equal(once_gone(tid, probe_blocks), -ESRCH);
+}
+
+/* Waits for go 1, spins for 200 ms of its own CPU time, then waits for go 2. */
+static void *spinner(void *arg) {
+  struct stepper *st = arg;
+  atomic_store(&st->tid, pprt__os_thread_id());
+  atomic_store(&st->at, 1);
+  wait_for(&st->go, 1);
+  st->cpu0 = own_cpu_ns();
+  volatile uint64_t x = 1;
+  while (own_cpu_ns() - st->cpu0 < 200000000u)
+    for (int i = 0; i < 10000; i++)
+      x = x * 6364136223846793005u + 1;
+  st->cpu1 = own_cpu_ns();
+  atomic_store(&st->at, 2);
+  wait_for(&st->go, 2);
+  return NULL;
+}
+
+/* The calling thread's CPU time agrees with CLOCK_THREAD_CPUTIME_ID, and a
+ * spinning thread's, read from another thread, grows by what it spun. */
+static void test_thread_cpu_ns(void **state) {
+  (void)state;
+  uint64_t ns = 0;
+  uint64_t before = own_cpu_ns();
+  int rc = pprt__os_thread_cpu_ns(pprt__os_thread_id(), &ns);
+  uint64_t after = own_cpu_ns();
+  if (rc == -ENOTSUP)
+    skip();
+  assert_int_equal(rc, 0);
+  /* 1 us of slack: Darwin counts in microseconds. */
+  assert_true(ns + 1000 >= before && ns <= after + 1000);
+
+  struct stepper st = {0};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, spinner, &st), 0);
+  wait_for(&st.at, 1);
+  uint64_t tid = atomic_load(&st.tid), a0 = 0, a1 = 0;
+  assert_int_equal(pprt__os_thread_cpu_ns(tid, &a0), 0);
+  atomic_store(&st.go, 1);
+  wait_for(&st.at, 2);
+  assert_int_equal(pprt__os_thread_cpu_ns(tid, &a1), 0);
+  atomic_store(&st.go, 2);
+  pthread_join(th, NULL);
+  double seen = (double)(a1 - a0) / 1e6, spun = (double)(st.cpu1 - st.cpu0) / 1e6;
+  print_message("spinning thread: %.1f ms of CPU read from outside, %.1f ms measured inside\n",
+                seen, spun);
+  /* Outside, the count also holds the waits' wake-ups around the spin. */
+  assert_true(seen >= spun - 1.0);
+  assert_true(seen <= spun * 1.05 + 5.0);
+  assert_int_equal(once_gone(tid, probe_cpu), -ESRCH);
+}
+
+/* ---- reader wait/wake ------------------------------------------------------------ */
+
 static atomic_uint word;
 
 static void *waker(void *arg) {
@@ -132,6 +281,8 @@ int main(void) {
       cmocka_unit_test(test_wall_clock_is_unix_time),
       cmocka_unit_test(test_trace_clock),
       cmocka_unit_test(test_thread_ids_are_stable_and_distinct),
+      cmocka_unit_test(test_thread_blocks),
+      cmocka_unit_test(test_thread_cpu_ns),
       cmocka_unit_test(test_wait_and_wake),
       cmocka_unit_test(test_wait_times_out),
   };

@@ -509,6 +509,17 @@ static void summarize_cpu(const char *dir, int status) {
   if (rate >= 0)
     fprintf(stderr, ", effective rate %.1f samples per CPU-second", rate);
   fputc('\n', stderr);
+  /* Which source sampled, and why a better one did not. */
+  for (size_t i = 0; i < p->n_comment; i++) {
+    const char *c = cli_str(p, p->comment[i]);
+    const char *src = strstr(c, "source ");
+    if (src) {
+      size_t n = strcspn(src, ",");
+      fprintf(stderr, "  sampled by: %.*s\n", (int)(n - 7), src + 7);
+    } else if (strncmp(c, "fallback: ", 10) == 0) {
+      fprintf(stderr, "  %s\n", c);
+    }
+  }
   cli_print_top(stderr, &cp, 5, 0, 0);
   list_children(dir, "cpu.pb.gz");
   cli_profile_free(&cp);

@@ -1,8 +1,9 @@
 /* What pprt learns about a Darwin process's threads: the list of them
  * (task_threads, each port's THREAD_IDENTIFIER_INFO for the 64-bit id that
- * pthread_threadid_np gives), their names (proc_pidinfo
+ * pthread_threadid_np gives), their names and CPU time (proc_pidinfo
  * PROC_PIDTHREADID64INFO) and the calling thread's stack bounds
- * (pthread_get_stackaddr_np, the top, and pthread_get_stacksize_np). */
+ * (pthread_get_stackaddr_np, the top, and pthread_get_stacksize_np). No
+ * interface shows another thread's signal mask. */
 #include <errno.h>
 #include <libproc.h>
 #include <mach/mach.h>
@@ -45,6 +46,23 @@ int pprt__os_thread_name(uint64_t tid, char *buf, size_t len) {
   if (n != (int)sizeof info)
     return -ESRCH;
   snprintf(buf, len, "%s", info.pth_name);
+  return 0;
+}
+
+int pprt__os_thread_blocks(uint64_t tid, int sig, int *blocked) {
+  (void)tid;
+  (void)sig;
+  (void)blocked;
+  return -ENOTSUP;
+}
+
+int pprt__os_thread_cpu_ns(uint64_t tid, uint64_t *ns) {
+  struct proc_threadinfo info;
+  int n = proc_pidinfo(getpid(), PROC_PIDTHREADID64INFO, tid, &info, (int)sizeof info);
+  if (n != (int)sizeof info)
+    return -ESRCH;
+  /* Both in nanoseconds, counted in microseconds by the kernel. */
+  *ns = info.pth_user_time + info.pth_system_time;
   return 0;
 }
 

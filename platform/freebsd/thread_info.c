@@ -1,12 +1,14 @@
-/* What pprt learns about a FreeBSD process's threads: the list of them and
- * their names, both from one sysctl (KERN_PROC_PID | KERN_PROC_INC_THREAD:
- * a kinfo_proc per thread, ki_tid and ki_tdname), and the calling thread's
- * stack bounds (pthread_attr_get_np). */
+/* What pprt learns about a FreeBSD process's threads: the list of them,
+ * their names and the signals they block, all from one sysctl
+ * (KERN_PROC_PID | KERN_PROC_INC_THREAD: a kinfo_proc per thread, ki_tid,
+ * ki_tdname, ki_sigmask), their CPU time (clock_getcpuclockid2) and the
+ * calling thread's stack bounds (pthread_attr_get_np). */
 #include <errno.h>
 #include <pthread.h>
 #include <pthread_np.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <sys/types.h>
 #include <sys/sysctl.h>
 #include <sys/user.h>
@@ -75,6 +77,37 @@ int pprt__os_thread_name(uint64_t tid, char *buf, size_t len) {
   }
   free(kp);
   return r;
+}
+
+int pprt__os_thread_blocks(uint64_t tid, int sig, int *blocked) {
+  if (sig < 1 || sig > _SIG_MAXSIG)
+    return -EINVAL;
+  struct kinfo_proc *kp;
+  size_t n;
+  int r = thread_snapshot(&kp, &n);
+  if (r != 0)
+    return r;
+  r = -ESRCH;
+  for (size_t i = 0; i < n; i++)
+    if ((uint64_t)kp[i].ki_tid == tid) {
+      *blocked = sigismember(&kp[i].ki_sigmask, sig) == 1;
+      r = 0;
+      break;
+    }
+  free(kp);
+  return r;
+}
+
+int pprt__os_thread_cpu_ns(uint64_t tid, uint64_t *ns) {
+  clockid_t clk;
+  int err = clock_getcpuclockid2((id_t)tid, CPUCLOCK_WHICH_TID, &clk);
+  if (err != 0)
+    return -err;
+  struct timespec ts;
+  if (clock_gettime(clk, &ts) != 0)
+    return errno == EINVAL ? -ESRCH : -errno;
+  *ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  return 0;
 }
 
 int pprt__os_thread_stack(uintptr_t *lo, uintptr_t *hi) {

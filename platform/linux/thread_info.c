@@ -1,17 +1,21 @@
 /* What pprt learns about a Linux process's threads: the list of them
  * (/proc/self/task, so timers also cover threads pprt did not see start),
- * their names (/proc/self/task/<tid>/comm) and the calling thread's stack
- * bounds (pthread_getattr_np). */
+ * their names (/proc/self/task/<tid>/comm), the signals they block
+ * (/proc/self/task/<tid>/status), their CPU time (the thread's CPU-time
+ * clock) and the calling thread's stack bounds (pthread_getattr_np). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/platform.h"
+#include "platform/linux/cpuclock.h"
 
 int pprt__os_thread_each(int (*fn)(uint64_t tid, void *ctx), void *ctx) {
   /* /proc/self is the process (the thread group), whichever thread asks. */
@@ -52,6 +56,64 @@ int pprt__os_thread_name(uint64_t tid, char *buf, size_t len) {
     n = (ssize_t)len - 1;
   memcpy(buf, name, (size_t)n);
   buf[n] = '\0';
+  return 0;
+}
+
+/* Reads /proc/self/task/<tid>/<file> into buf, NUL-terminated; its length,
+ * or a negative errno (-ESRCH when the thread is gone). */
+static ssize_t read_task_file(uint64_t tid, const char *file, char *buf, size_t len) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%llu/%s", (unsigned long long)tid, file);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? -ESRCH : -errno;
+  size_t n = 0;
+  while (n < len - 1) {
+    ssize_t r = read(fd, buf + n, len - 1 - n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      int err = errno;
+      close(fd);
+      return err == ESRCH ? -ESRCH : -err; /* the thread exited after open */
+    }
+    if (r == 0)
+      break;
+    n += (size_t)r;
+  }
+  close(fd);
+  buf[n] = '\0';
+  return (ssize_t)n;
+}
+
+int pprt__os_thread_blocks(uint64_t tid, int sig, int *blocked) {
+  if (sig < 1 || sig > 64)
+    return -EINVAL;
+  char buf[4096]; /* status is about 1.5 KiB; SigBlk is in its first half */
+  ssize_t n = read_task_file(tid, "status", buf, sizeof buf);
+  if (n < 0)
+    return (int)n;
+  /* "SigBlk:\t" and 16 hex digits: bit sig - 1 is signal sig. */
+  const char *p = strstr(buf, "\nSigBlk:");
+  if (p == NULL)
+    return -ENOTSUP;
+  char *end;
+  unsigned long long mask = strtoull(p + 8, &end, 16);
+  if (end == p + 8)
+    return -ENOTSUP;
+  *blocked = (int)((mask >> (sig - 1)) & 1u);
+  return 0;
+}
+
+int pprt__os_thread_cpu_ns(uint64_t tid, uint64_t *ns) {
+  if (tid == 0 || tid > INT_MAX)
+    return -ESRCH;
+  struct timespec ts;
+  /* The kernel answers EINVAL for a clock whose thread is not in this
+   * process, which is what a thread that has exited looks like. */
+  if (clock_gettime((clockid_t)pprt__linux_thread_cpu_clock(tid), &ts) != 0)
+    return errno == EINVAL ? -ESRCH : -errno;
+  *ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
   return 0;
 }
 

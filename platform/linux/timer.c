@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/platform.h"
+#include "platform/linux/cpuclock.h"
 
 /* The kernel's sigevent: 64 bytes, the thread id where SIGEV_THREAD_ID
  * looks for it (glibc calls the field _sigev_un._tid, musl
@@ -63,13 +64,6 @@ struct kernel_itimerspec {
   kernel_time value_sec, value_nsec;
 };
 
-/* MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) of the kernel's
- * posix-timers.h: the inverted id shifted left by 3, with the per-thread
- * bit (4) and the scheduler-runtime clock (2). */
-static int thread_cpu_clock(uint64_t tid) {
-  return (int)((~(unsigned)tid << 3) | 6u);
-}
-
 /* splitmix64: a cheap, well-mixed PRNG step (no rand(), which has state and
  * a lock behind it). */
 static uint64_t mix(uint64_t x) {
@@ -100,7 +94,7 @@ int pprt__os_thread_timer_start(pprt__os_thread_timer *t, uint64_t tid, int hz, 
   sev.notify = KERNEL_SIGEV_THREAD_ID;
   sev.u.tid = (int)tid;
   int id = -1;
-  if (syscall(SYS_timer_create, thread_cpu_clock(tid), &sev, &id) != 0)
+  if (syscall(SYS_timer_create, pprt__linux_thread_cpu_clock(tid), &sev, &id) != 0)
     return errno == EINVAL ? -ESRCH : -errno;
 
   uint64_t period = 1000000000u / (unsigned)hz;
