@@ -72,7 +72,6 @@ typedef struct slot {
   _Atomic uint64_t tid; /* 0 never used, TID_GONE removed */
   _Atomic int fd;       /* its sampling clock, -1 for a CPU timer */
   uint64_t interval;    /* ns: the period running now */
-  uint64_t armed;       /* the clock's count when it started */
   uint64_t last;        /* the clock's count at the previous sample */
   uint64_t rng;         /* xorshift64* state for the next interval */
 } slot;
@@ -109,6 +108,10 @@ typedef struct session {
   int thread_timers;         /* source != SOURCE_NONE */
   char fallback[192];        /* why a better source was not used, or "" */
   int user_only;             /* the clocks had to leave kernel time out */
+  int timers_ok;             /* per-thread CPU timers work too */
+  size_t nclocks;            /* clocks open now */
+  size_t clock_budget;       /* at most this many: a quarter of RLIMIT_NOFILE */
+  size_t budget_timers;      /* threads given a timer instead, for that */
   uint64_t period_ns;
   uintptr_t cookie;
   _Atomic uint64_t reader_tid; /* set by the reader when it starts */
@@ -216,8 +219,11 @@ static slot *slot_add(session *s, uint64_t tid, int fd) {
   if (reuse == NULL)
     return NULL;
   atomic_store_explicit(&reuse->fd, fd, memory_order_relaxed);
-  reuse->last = 0;
-  reuse->armed = 0;
+  /* CPU time is counted from here: the clock starts right after. */
+  uint64_t cpu = 0;
+  if (fd >= 0 && pprt__os_thread_cpu_ns(tid, &cpu) != 0)
+    cpu = UINT64_MAX; /* unknown: the first sample weighs its period */
+  reuse->last = cpu;
   reuse->rng = mix64(tid ^ pprt__os_monotonic_ns() ^ (uintptr_t)reuse) | 1;
   reuse->interval = draw_interval(reuse, s->period_ns);
   atomic_store_explicit(&reuse->tid, tid, memory_order_release);
@@ -264,11 +270,18 @@ static int start_thread_timer(session *s, uint64_t tid) {
   memset(e, 0, sizeof *e);
   e->clock.fd = -1;
   int rc = 0;
-  if (s->source == SOURCE_CLOCK) {
+  if (s->source == SOURCE_CLOCK && s->nclocks < s->clock_budget) {
     rc = pprt__os_sample_clock_open(&e->clock, tid);
-    if (rc != 0)
-      return rc; /* -ESRCH: it exited meanwhile */
+    if (rc == -ESRCH)
+      return rc; /* it exited meanwhile */
+    if (rc != 0 && !s->timers_ok)
+      return rc;
   }
+  /* Past the descriptor budget, or out of descriptors: this thread gets a
+   * CPU timer, which takes none. */
+  int clock = e->clock.fd >= 0;
+  if (s->source == SOURCE_CLOCK && !clock)
+    s->budget_timers++;
   slot *sl = slot_add(s, tid, e->clock.fd);
   if (sl == NULL) {
     /* The thread stays on the process timer. */
@@ -278,7 +291,7 @@ static int start_thread_timer(session *s, uint64_t tid) {
     s->tidset_full_warned = 1;
     return -ENOSPC;
   }
-  if (s->source == SOURCE_CLOCK)
+  if (clock)
     rc = pprt__os_sample_clock_start(&e->clock, sl->interval);
   else
     rc = pprt__os_thread_timer_start(&e->timer, tid, s->hz, s->cookie);
@@ -287,6 +300,7 @@ static int start_thread_timer(session *s, uint64_t tid) {
     pprt__os_sample_clock_close(&e->clock);
     return rc; /* -ESRCH: it exited meanwhile */
   }
+  s->nclocks += clock;
   e->tid = tid;
   e->seen = 1;
   s->ntimers++;
@@ -298,6 +312,7 @@ static int start_thread_timer(session *s, uint64_t tid) {
  * goes first, so that a signal still pending finds no clock to re-arm. */
 static void stop_timer_at(session *s, size_t i) {
   slot_remove(s, s->timers[i].tid);
+  s->nclocks -= s->timers[i].clock.fd >= 0;
   pprt__os_thread_timer_stop(&s->timers[i].timer);
   pprt__os_sample_clock_close(&s->timers[i].clock);
   s->timers[i] = s->timers[--s->ntimers];
@@ -388,29 +403,22 @@ static int on_clock(session *s, int fd, void *ucontext) {
   if (e == NULL || atomic_load_explicit(&e->fd, memory_order_relaxed) != fd)
     return 0;
   pprt__os_sample_clock c = {fd, 0};
-  uint64_t weight = e->interval, now;
-  /* The weight is what the clock counted since the last sample, not the
+  /* The weight is the thread's CPU time since its last sample, not the
    * period drawn: a period whose signal was lost (merged with a SIGPROF
    * already pending, throttled, or run out in the kernel by a user-only
    * clock) and the time between an expiry and this re-arm then still
-   * count, so the weights add up to the thread's CPU time. Taking the
-   * period alone saves this read but came out 0.7-2% short with busy
-   * threads on 2 cores (test_cpu's workers). */
-  uint64_t lag = 0;
-  if (pprt__os_sample_clock_read(&c, &now) == 0) {
-    weight = now - e->last;
-    e->last = now;
-    /* The clock ran on between its expiry and now (the signal's delivery,
-     * this read), and the next period starts at the re-arm: take that
-     * lag off the next period, so periods follow each other from expiry
-     * to expiry and the rate asked is the rate delivered. */
-    uint64_t ran = now - e->armed;
-    if (ran >= e->interval && e->interval > 0)
-      lag = (ran - e->interval) % e->interval;
-    e->armed = now;
-  }
-  uint64_t next = draw_interval(e, s->period_ns);
-  e->interval = next > lag + MIN_INTERVAL_NS ? next - lag : MIN_INTERVAL_NS;
+   * count, so the weights add up to the thread's CPU time. Not the clock's
+   * own count either: it runs ahead of CPU time by interrupt and steal
+   * time (see pprt__os_sample_clock_rearm). Taking the drawn period saves
+   * this system call but came out 0.7-2% short with busy threads on 2
+   * cores (test_cpu's workers). */
+  uint64_t now = pprt__os_thread_cpu_self_ns();
+  uint64_t weight = e->last == UINT64_MAX || now < e->last ? e->interval : now - e->last;
+  e->last = now;
+  /* The next period starts at the re-arm, after the signal's delivery: the
+   * rate is the asked one per second of the clock, less that delivery
+   * time (microseconds a sample). */
+  e->interval = draw_interval(e, s->period_ns);
   pprt__os_sample_clock_rearm(&c, e->interval);
   record(s, ucontext, tid, 1, weight);
   return 1;
@@ -827,6 +835,22 @@ static int choose_source(session *s, pprt_timer_mode mode) {
       s->source = SOURCE_CLOCK;
       s->user_only = (probe.flags & PPRT__OS_CLOCK_USER_ONLY) != 0;
       pprt__os_sample_clock_close(&probe);
+      /* A clock is a descriptor per thread. A program with many threads
+       * and a low descriptor limit would find its own open() failing, and
+       * one that select()s needs its descriptors below 1024: pprt keeps
+       * to a quarter of the limit, and the threads past it get CPU
+       * timers. */
+      struct rlimit rl;
+      s->clock_budget = 256;
+      if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        s->clock_budget = (size_t)rl.rlim_cur / 4;
+      else if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        s->clock_budget = SLOTS_CAP;
+      pprt__os_thread_timer tprobe = {0};
+      if (pprt__os_thread_timer_start(&tprobe, pprt__thread_id(), 1, 0) == 0) {
+        pprt__os_thread_timer_stop(&tprobe);
+        s->timers_ok = 1;
+      }
     } else if (mode == PPRT_TIMER_PERF) {
       return rc == -ENOSYS ? -ENOTSUP : rc;
     } else {
@@ -977,6 +1001,13 @@ static void add_comments(session *s, double cpu) {
   pprt__profile_add_comment(s->prof, c);
   if (s->fallback[0]) {
     snprintf(c, sizeof c, "fallback: %s", s->fallback);
+    pprt__profile_add_comment(s->prof, c);
+  }
+  if (s->budget_timers) {
+    snprintf(c, sizeof c,
+             "fallback: %zu thread(s) got per-thread CPU timers instead of a perf task clock: "
+             "at most %zu clocks (a quarter of the descriptor limit) or out of descriptors",
+             s->budget_timers, s->clock_budget);
     pprt__profile_add_comment(s->prof, c);
   }
   snprintf(c, sizeof c,

@@ -56,6 +56,12 @@ uint64_t pprt__os_wall_ns(void);
 uint64_t pprt__os_ticks_init(void);
 uint64_t pprt__os_ticks(void);
 
+/* The calling thread's CPU time, user and system, in nanoseconds
+ * (CLOCK_THREAD_CPUTIME_ID: the scheduler's runtime, what getrusage and
+ * the program's own measurements count). AS-safe; a system call on Linux.
+ * Never fails. */
+uint64_t pprt__os_thread_cpu_self_ns(void);
+
 /* ---- threads --------------------------------------------------------------- */
 
 /* The OS's id of the calling thread: Linux gettid, FreeBSD thr_self, Darwin
@@ -246,9 +252,9 @@ unsigned pprt__os_sigprof_overrun(const siginfo_t *info);
  * the clock also fires while the thread is in the kernel, and the signal
  * arrives on the way back to user space, as a CPU timer's would. Otherwise
  * it is opened with the kernel excluded (PPRT__OS_CLOCK_USER_ONLY set in
- * flags on return): it still counts kernel time, but a period that runs
- * out in the kernel sends nothing and the next signal comes a period
- * later, so the handler reads the clock to know how much CPU time passed.
+ * flags on return): a period that runs out in the kernel sends
+ * nothing and the next signal comes a period later, so the handler must
+ * measure how much CPU time passed.
  *
  * open: the clock starts at 0, disabled; start enables it with the first
  * period. Errors: -ENOTSUP (no perf events: not Linux, seccomp, ENOSYS),
@@ -263,13 +269,15 @@ typedef struct pprt__os_sample_clock {
 int pprt__os_sample_clock_open(pprt__os_sample_clock *c, uint64_t tid);
 int pprt__os_sample_clock_start(const pprt__os_sample_clock *c, uint64_t first_ns);
 
-/* Restarts the current period at period_ns from now (the time already
- * counted stays counted). AS-safe; one system call. */
+/* Restarts the current period at period_ns from now. AS-safe; one system
+ * call.
+ *
+ * The clock is a timer, not a measure: it counts the time its thread is
+ * scheduled in, by the clock perf uses, which includes interrupt time and,
+ * in a virtual machine, time stolen by the host (measured on a busy 2-vCPU
+ * guest: 5-12% ahead of CLOCK_THREAD_CPUTIME_ID). Weights come from
+ * pprt__os_thread_cpu_self_ns. */
 int pprt__os_sample_clock_rearm(const pprt__os_sample_clock *c, uint64_t period_ns);
-
-/* The clock's count: CPU nanoseconds of its thread while enabled. AS-safe;
- * one system call. */
-int pprt__os_sample_clock_read(const pprt__os_sample_clock *c, uint64_t *ns);
 
 /* Stops the clock (no further signals are sent; one already sent may still
  * be pending on its thread) and closes it. Harmless on a closed clock. */

@@ -104,15 +104,6 @@ int pprt__os_sample_clock_rearm(const pprt__os_sample_clock *c, uint64_t period_
   return ioctl(c->fd, PERF_EVENT_IOC_PERIOD, &period_ns) == 0 ? 0 : -errno;
 }
 
-int pprt__os_sample_clock_read(const pprt__os_sample_clock *c, uint64_t *ns) {
-  uint64_t v;
-  ssize_t n = read(c->fd, &v, sizeof v);
-  if (n != (ssize_t)sizeof v)
-    return n < 0 ? -errno : -EIO;
-  *ns = v;
-  return 0;
-}
-
 void pprt__os_sample_clock_close(pprt__os_sample_clock *c) {
   if (c->fd < 0)
     return;

@@ -16,3 +16,7 @@ uint64_t pprt__os_monotonic_ns(void) {
 uint64_t pprt__os_wall_ns(void) {
   return clock_ns(CLOCK_REALTIME);
 }
+
+uint64_t pprt__os_thread_cpu_self_ns(void) {
+  return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}

@@ -26,12 +26,6 @@ int pprt__os_sample_clock_rearm(const pprt__os_sample_clock *c, uint64_t period_
   return -ENOTSUP;
 }
 
-int pprt__os_sample_clock_read(const pprt__os_sample_clock *c, uint64_t *ns) {
-  (void)c;
-  (void)ns;
-  return -ENOTSUP;
-}
-
 void pprt__os_sample_clock_close(pprt__os_sample_clock *c) {
   c->fd = -1;
 }
