@@ -51,7 +51,8 @@
  *         the signals taken, rounds interleaved, with the noise shown;
  *      b. within a run, a cycle that took one signal against one that
  *         took none (the same work), plus the profiler thread's CPU per
- *         signal.
+ *         signal; for the timers less an interruption, since their
+ *         signal rides on the tick, which comes anyway.
  *   A source pprt refuses (perf before the kernel or the build allows it)
  *   is printed as unavailable, in pprt's own words.
  *
