@@ -11,10 +11,9 @@
  *     ProfilerRegisterThread() (profile-handler.cc starts a thread's timer in
  *     RegisterThread and nowhere else); each worker calls it when the
  *     symbol is there, as gperftools tells its users to;
- *   - SIGPROF deliveries are counted per thread: when a profiler has
- *     installed a handler (preload constructors run before main), a
- *     counting handler with the same flags and mask takes its place and
- *     calls it, with the same siginfo and ucontext.
+ *   - sampling signals (SIGPROF, or whatever signal a perf_event source
+ *     chose) are counted per thread, by a counting handler put in front of
+ *     the profiler's (bench/sigcount.h).
  *
  * Usage: cpu_work calibrate SECONDS
  *          prints "ips=N": leaf iterations per CPU-second, one thread
@@ -22,13 +21,12 @@
  *          prints one line: wall_ns (from the first worker's start to the
  *          last one's end), cpu_ns (the workers' CPU time over their work),
  *          process_cpu_ns (the whole process's over the same window:
- *          workers, main, any profiler thread), signals (SIGPROF on the
- *          workers over their work), main_signals, preempted (the
+ *          workers, main, any profiler thread), signals (sampling signals
+ *          on the workers over their work), main_signals, preempted (the
  *          workers' involuntary context switches), leaf_a and leaf_b (as
  *          lo:hi), and each thread's cpu:signals */
 #include <dlfcn.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +34,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+
+#include "sigcount.h"
 
 #define MAX_THREADS 64
 
@@ -64,31 +64,6 @@ uint64_t leaf_b(uint64_t n) {
   return x;
 }
 
-static _Thread_local volatile unsigned long t_signals;
-static struct sigaction prev_action;
-
-static void count_sigprof(int sig, siginfo_t *info, void *ucontext) {
-  t_signals++;
-  if (prev_action.sa_flags & SA_SIGINFO)
-    prev_action.sa_sigaction(sig, info, ucontext);
-  else if (prev_action.sa_handler != SIG_IGN && prev_action.sa_handler != SIG_DFL)
-    prev_action.sa_handler(sig);
-}
-
-/* Counts SIGPROF in front of the profiler's handler, if there is one. */
-static void install_counter(void) {
-  if (sigaction(SIGPROF, NULL, &prev_action) != 0)
-    return;
-  int has_handler = (prev_action.sa_flags & SA_SIGINFO) ||
-                    (prev_action.sa_handler != SIG_IGN && prev_action.sa_handler != SIG_DFL);
-  if (!has_handler)
-    return;
-  struct sigaction sa = prev_action;
-  sa.sa_sigaction = count_sigprof;
-  sa.sa_flags |= SA_SIGINFO;
-  sigaction(SIGPROF, &sa, NULL);
-}
-
 static uint64_t clock_ns(clockid_t id) {
   struct timespec ts;
   clock_gettime(id, &ts);
@@ -101,7 +76,7 @@ typedef struct worker {
   uint64_t iterations;
   pthread_barrier_t *start;
   uint64_t cpu_ns;       /* over its work */
-  unsigned long signals; /* SIGPROF delivered to it */
+  unsigned long signals; /* sampling signals delivered to it */
   long preempted;        /* involuntary context switches over its work */
   uint64_t result;
 } worker;
@@ -136,10 +111,10 @@ static void *worker_main(void *arg) {
   struct rusage ru0, ru1;
   getrusage(RUSAGE_THREAD, &ru0);
   uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-  unsigned long signals0 = t_signals;
+  unsigned long signals0 = sigcount_thread;
   w->result = descend(w, w->depth);
   w->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
-  w->signals = t_signals - signals0;
+  w->signals = sigcount_thread - signals0;
   getrusage(RUSAGE_THREAD, &ru1);
   w->preempted = ru1.ru_nivcsw - ru0.ru_nivcsw;
   if (atomic_fetch_add(&finished, 1) == nworkers - 1) {
@@ -164,7 +139,8 @@ static int run(int nthreads, uint64_t iterations, int depth) {
   static worker w[MAX_THREADS];
   static pthread_t th[MAX_THREADS];
   pthread_barrier_t start;
-  install_counter();
+  char counted[256];
+  sigcount_install(counted, sizeof counted);
   nworkers = nthreads;
   pthread_barrier_init(&start, NULL, (unsigned)nthreads + 1);
   for (int i = 0; i < nthreads; i++) {
@@ -191,7 +167,7 @@ static int run(int nthreads, uint64_t iterations, int depth) {
   printf("wall_ns=%llu cpu_ns=%llu process_cpu_ns=%llu signals=%lu main_signals=%lu "
          "preempted=%ld leaf_a=%p:%p leaf_b=%p:%p sink=%d",
          (unsigned long long)wall, (unsigned long long)cpu, (unsigned long long)process_cpu,
-         signals, t_signals, preempted, (const void *)__start_pprt_bench_leaf_a,
+         signals, sigcount_thread, preempted, (const void *)__start_pprt_bench_leaf_a,
          (const void *)__stop_pprt_bench_leaf_a, (const void *)__start_pprt_bench_leaf_b,
          (const void *)__stop_pprt_bench_leaf_b, (int)(sink & 1));
   for (int i = 0; i < nthreads; i++)
