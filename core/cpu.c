@@ -56,6 +56,7 @@
 #define SLOTS_CAP 8192      /* threads with their own source */
 #define TID_GONE UINT64_MAX /* a removed slot */
 #define RESCAN_NS 250000000ull
+#define FALLBACK_HZ 100 /* at most, for the process timer beside per-thread sources */
 /* The kernel's floor for a software clock's period (perf_swevent_start_hrtimer
  * raises anything shorter to 10 us). */
 #define MIN_INTERVAL_NS 10000u
@@ -105,6 +106,8 @@ typedef struct session {
   pprt_unwinder unwinder;
   enum thread_source source; /* per-thread source */
   int process_timer;         /* the process timer is armed too */
+  int process_hz;            /* its rate */
+  uint64_t process_period_ns;
   int thread_timers;         /* source != SOURCE_NONE */
   char fallback[192];        /* why a better source was not used, or "" */
   int user_only;             /* the clocks had to leave kernel time out */
@@ -154,6 +157,11 @@ static atomic_int g_inflight;  /* handlers running right now */
 static pprt__os_sigsave g_sigsave;
 static _Atomic uintptr_t g_cookie;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+static atomic_int g_threads_hooked; /* every thread registers as it starts */
+
+void pprt__cpu_threads_hooked(void) {
+  atomic_store(&g_threads_hooked, 1);
+}
 
 /* ---- the slots of threads with their own source ------------------------------ */
 
@@ -368,7 +376,7 @@ void pprt__cpu_exec_failed(void) {
   pthread_mutex_lock(&g_control);
   session *s = atomic_load(&g_session);
   if (s && s->process_timer)
-    pprt__os_process_timer_set(s->hz);
+    pprt__os_process_timer_set(s->process_hz);
   pthread_mutex_unlock(&g_control);
 }
 
@@ -462,7 +470,8 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
       count += over < 0xffff ? over : 0xffff;
     }
     if (valid)
-      record(s, ucontext, tid, count, count * s->period_ns);
+      record(s, ucontext, tid, count,
+             count * (src == PPRT__OS_SIGPROF_THREAD_TIMER ? s->period_ns : s->process_period_ns));
   }
   atomic_fetch_sub_explicit(&g_inflight, 1, memory_order_release);
   errno = saved_errno;
@@ -878,7 +887,20 @@ static int choose_source(session *s, pprt_timer_mode mode) {
     }
   }
   s->thread_timers = s->source != SOURCE_NONE;
-  s->process_timer = mode == PPRT_TIMER_AUTO || mode == PPRT_TIMER_PROCESS;
+  s->process_timer = mode == PPRT_TIMER_PROCESS || (mode == PPRT_TIMER_AUTO && !s->thread_timers);
+  s->process_hz = s->hz;
+  if (mode == PPRT_TIMER_AUTO && s->thread_timers &&
+      !atomic_load_explicit(&g_threads_hooked, memory_order_relaxed)) {
+    /* The process timer as the net for threads the program creates
+     * between rescans: each of its ticks that lands on a thread with its
+     * own source is delivered and dropped, so it runs at no more than
+     * 100 Hz (at the asked rate it doubled the signals). Where every
+     * thread is registered as it starts (the preload library's
+     * pthread_create hook), there is nothing for it to catch. */
+    s->process_timer = 1;
+    s->process_hz = s->hz < FALLBACK_HZ ? s->hz : FALLBACK_HZ;
+  }
+  s->process_period_ns = 1000000000u / (uint64_t)s->process_hz;
   return 0;
 }
 
@@ -974,7 +996,7 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
     if (s->thread_timers)
       rescan(s);
     if (s->process_timer)
-      pprt__os_process_timer_set(s->hz);
+      pprt__os_process_timer_set(s->process_hz);
   }
   pthread_mutex_unlock(&g_control);
   return 0;
@@ -988,9 +1010,11 @@ static void add_comments(session *s, double cpu) {
                            ? (s->user_only ? "perf task clock (user time only)" : "perf task clock")
                        : s->source == SOURCE_TIMER ? "per-thread CPU timers"
                                                    : "process timer";
+  char net[64] = "";
+  if (s->thread_timers && s->process_timer)
+    snprintf(net, sizeof net, " (process timer at %d Hz for threads not yet seen)", s->process_hz);
   snprintf(c, sizeof c, "pprt %s: asked %d Hz, source %s%s, unwinder %s", pprt_version(), s->hz,
-           source, s->thread_timers && s->process_timer ? " (process timer for threads not yet seen)" : "",
-           s->unwinder == PPRT_UNWIND_LIBUNWIND ? "libunwind" : "frame pointers");
+           source, net, s->unwinder == PPRT_UNWIND_LIBUNWIND ? "libunwind" : "frame pointers");
   pprt__profile_add_comment(s->prof, c);
   if (s->source == SOURCE_CLOCK)
     snprintf(c, sizeof c,

@@ -23,6 +23,11 @@ void pprt__cpu_exec_failed(void);
  * core/sigmask.c keeps SIGPROF deliverable only then. AS-safe. */
 int pprt__cpu_running(void);
 
+/* The caller registers every thread as it starts (the preload library's
+ * pthread_create hook): auto then needs no process timer beside the
+ * per-thread sources. Call before pprt_cpu_start. */
+void pprt__cpu_threads_hooked(void);
+
 /* Header words of a CPU sample record in the ring: [tid, count | flags,
  * weight]: count is the number of sampling periods the signal stands for,
  * weight the CPU nanoseconds they cover. */

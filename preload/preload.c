@@ -133,6 +133,7 @@ static void start_cpu(const char *path) {
   if (cpu_fd < 0)
     return;
   atomic_store(&profiling, 1);
+  pprt__cpu_threads_hooked(); /* the pthread_create hook registers every thread */
   int rc = pprt_cpu_start(&o, pprt_writer_fd(cpu_fd));
   if (rc != 0) {
     atomic_store(&profiling, 0);

@@ -633,8 +633,15 @@ static int user_only_child(void) {
          src ? src : "(no source comment)", (long long)n, (double)ns / 1e9, cpu);
   CHILD_CHECK(src && strstr(src, "user time only"));
   /* Kernel time is in the weights though most periods end in the kernel
-   * and send nothing: within 3% and a few intervals. */
-  CHILD_CHECK(fabs((double)ns / 1e9 - cpu) <= 0.03 * cpu + 0.005);
+   * and send nothing. What is missing is the tail after the last sample:
+   * the signals that came are a thinned Poisson process, so the tail is
+   * exponential with their mean gap; 8 mean gaps or more happens once in
+   * 3,000 runs. */
+  double gap = cpu / (double)(n > 0 ? n : 1);
+  printf("allowed: %.3f s short (8 mean gaps of %.1f ms, 1%%)\n", 8 * gap + 0.01 * cpu,
+         gap * 1e3);
+  CHILD_CHECK((double)ns / 1e9 <= cpu * 1.01 + 0.002);
+  CHILD_CHECK((double)ns / 1e9 >= cpu - 8 * gap - 0.01 * cpu);
   pprt__profile_decoded_free(p);
   free(m.data);
   return 0;
@@ -1018,6 +1025,9 @@ static void test_thread_exit_releases_clock(void **state) {
   membuf m = {0};
   pprt_cpu_options o = {sizeof o, 100, 0, PPRT_TIMER_PERF, 0, 0};
   assert_int_equal(pprt_cpu_start(&o, (pprt_writer){mem_write, &m}), 0);
+  mix(0.01);
+  struct timespec settle = {0, 300000000}; /* past the reader's first rescan */
+  nanosleep(&settle, NULL);
   int fds = count_dir("/proc/self/fd");
   for (int i = 0; i < 20; i++) {
     pthread_t th;
@@ -1027,7 +1037,7 @@ static void test_thread_exit_releases_clock(void **state) {
   int after = count_dir("/proc/self/fd");
   print_message("descriptors with the session running: %d before 20 threads, %d after\n", fds,
                 after);
-  assert_int_equal(after, fds);
+  assert_true(after <= fds); /* 20 threads leaked would be 20 more */
   Pprt__Profile *p = stop_and_decode(&m);
   pprt__profile_decoded_free(p);
   free(m.data);
