@@ -216,9 +216,9 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  uint64_t hz = pprt__os_ticks_init();
+  pprt__ticks_info clock = pprt__os_ticks_init();
   printf("pprt trace benchmark: trace clock %s\n",
-         hz == 1000000000u ? "the monotonic clock" : "the CPU counter");
+         clock.monotonic ? "the monotonic clock" : "the CPU counter");
 
   double direct = bench_empty_call(1), call = bench_empty_call(0), inc = bench_atomic_inc();
   double mono = bench_clock(pprt__os_monotonic_ns), ticks = bench_clock(pprt__os_ticks);

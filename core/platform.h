@@ -45,15 +45,31 @@ uint64_t pprt__os_wall_ns(void);
  * clocksource is tsc / arch_sys_counter; FreeBSD: kern.timecounter.hardware
  * is TSC / the ARM timer); elsewhere it is the monotonic clock itself.
  *
- * pprt__os_ticks_init picks the source (once; later calls return the same
- * answer) and returns its rate in ticks per second when the rate is known
- * exactly (1e9 for the monotonic clock, cntfrq_el0, the Darwin timebase), or
- * 0 when the caller must measure it against pprt__os_monotonic_ns (the TSC).
- * Not AS-safe; call it before relying on pprt__os_ticks.
+ * pprt__os_ticks_init picks the source (once; later calls, from any thread,
+ * return the same answer) and describes it:
+ *   hz         its rate in ticks per second when the hardware or the OS
+ *              states it exactly (1e9 for the monotonic clock, cntfrq_el0,
+ *              the Darwin timebase), or 0 when the caller must measure it
+ *              against pprt__os_monotonic_ns (the TSC);
+ *   monotonic  1 when the ticks are pprt__os_monotonic_ns's own readings
+ *              (hz is then 1e9), so a tick count is also a monotonic time.
+ * Linux and FreeBSD do not use a counter whose stated rate is off by more
+ * than 1/PPRT__TICKS_RATE_SLACK_DIV: the first call compares the two over
+ * ~2 ms. Not AS-safe; call it before relying on pprt__os_ticks.
  *
  * pprt__os_ticks: the current tick count. Monotonic per thread; AS-safe.
  * Before pprt__os_ticks_init it reads the monotonic clock. */
-uint64_t pprt__os_ticks_init(void);
+typedef struct pprt__ticks_info {
+  uint64_t hz;
+  int monotonic;
+} pprt__ticks_info;
+/* The check catches an emulator's counter (old qemu-user read the host's
+ * TSC for cntvct_el0 and stated 62.5 MHz) and firmware that left another
+ * board's rate in cntfrq_el0 (19.2 vs 24 MHz is off by 1/4), and stays
+ * clear of the monotonic clock's own steering: chrony slews it by up to
+ * 1/12 by default. */
+#define PPRT__TICKS_RATE_SLACK_DIV 8
+pprt__ticks_info pprt__os_ticks_init(void);
 uint64_t pprt__os_ticks(void);
 
 /* The calling thread's CPU time, user and system, in nanoseconds

@@ -66,8 +66,17 @@
 #define STREAM_FLUSH_BYTES ((size_t)1 << 20)
 #define DEFAULT_FLIGHT_BYTES ((size_t)10 << 20)
 #define DEFAULT_FLIGHT_AGE_NS 10000000000ull
-#define MIN_CALIBRATION_NS 5000000ull /* the TSC's rate is measured over >= 5 ms */
-#define QUIESCE_NS 10000000ull        /* stop waits this long for events in flight */
+/* The TSC's rate is measured over at least 5 ms (Go's minimum) and until its
+ * error bound is 1/CALIBRATION_ERR_INV (10 ppm), but no longer than 1 s. */
+#define MIN_CALIBRATION_NS 5000000ull
+#define MAX_CALIBRATION_NS 1000000000ull
+#define CALIBRATION_ERR_INV 100000u
+/* A clock pair is retried up to PAIR_TRIES times until its bracket is at
+ * most PAIR_WIDTH_NS (two monotonic reads and a counter read take ~70 ns
+ * here; wider means an interrupt or a preemption came between them). */
+#define PAIR_TRIES 16
+#define PAIR_WIDTH_NS 250u
+#define QUIESCE_NS 10000000ull /* stop waits this long for events in flight */
 
 #define STR_SLOTS ((size_t)1 << 16)
 #define STACK_SLOTS ((size_t)1 << 16)
@@ -309,6 +318,10 @@ static _Atomic unsigned g_writer_session;
 static atomic_uint g_wake_seq;
 static atomic_uint g_writer_waiting;
 static _Atomic uint64_t g_task_next = 1;
+/* 1 when the trace clock is the monotonic clock itself (pprt__ticks_info):
+ * a sample's offset is then taken from its event's own tick. Decided once
+ * per process, before the first session turns g_on on. */
+static atomic_int g_ticks_monotonic;
 
 static void on_thread_exit(void *arg);
 
@@ -673,10 +686,18 @@ static void emit_sample(uint8_t type, uint64_t tid, uint64_t ts_ns, uint64_t add
   if (type != PPRT__EV_FREE_SAMPLE)
     st = stack_prepare(pcs, npcs);
   if (room(t, SMALL_EVENT + 3 * PPRT__VARINT_MAX + stack_size(&st))) {
-    int64_t offset = (int64_t)(ts_ns - pprt__os_monotonic_ns());
+    /* The sample's time is stored relative to the event's. When the ticks
+     * are monotonic nanoseconds, that is exact; else it is relative to a
+     * monotonic read just before the tick read, and off by the time between
+     * the two (docs/trace-format.md, "Clock error"). */
+    int mono = atomic_load_explicit(&g_ticks_monotonic, memory_order_relaxed);
+    uint64_t now_ns = mono ? 0 : pprt__os_monotonic_ns();
     uint8_t *p = t->pos;
     *p++ = type;
     p = pprt__put_uvarint(p, tick_delta(t));
+    if (mono)
+      now_ns = t->last_ts; /* the event's tick as recorded */
+    int64_t offset = (int64_t)(ts_ns - now_ns);
     p = pprt__put_uvarint(p, tid);
     p = pprt__put_uvarint(p, pprt__zigzag(offset));
     if (type == PPRT__EV_CPU_SAMPLE) {
@@ -954,7 +975,8 @@ typedef struct session {
 
   /* The clock. */
   uint64_t hz_exact; /* 0: the TSC, measured */
-  uint64_t t0_ticks, t0_ns;
+  int ticks_monotonic;
+  uint64_t t0_ticks, t0_ns, t0_width;      /* the TSC measurement's start */
   uint64_t sync_ticks, sync_ns, sync_wall; /* this generation's */
   uint64_t gen_start_ns;
   uint64_t gen; /* the current generation's number */
@@ -1407,21 +1429,61 @@ static void write_threads(session *s) {
   rec_close(s, at);
 }
 
+static void sleep_ns(uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  nanosleep(&ts, NULL);
+}
+
+/* The trace clock and the monotonic clock at one moment. Where the trace
+ * clock is the monotonic clock, one read is both. Else the tick read is
+ * bracketed by two monotonic reads and paired with their midpoint, which is
+ * off by at most half the bracket's width; the narrowest of a few tries.
+ * Returns that width. */
+static uint64_t clock_pair(const session *s, uint64_t *ticks, uint64_t *ns) {
+  if (s->ticks_monotonic) {
+    *ticks = *ns = pprt__os_ticks();
+    return 0;
+  }
+  uint64_t best = UINT64_MAX;
+  for (int i = 0; i < PAIR_TRIES && best > PAIR_WIDTH_NS; i++) {
+    uint64_t a = pprt__os_monotonic_ns();
+    uint64_t t = pprt__os_ticks();
+    uint64_t b = pprt__os_monotonic_ns();
+    if (b - a < best) {
+      best = b - a;
+      *ticks = t;
+      *ns = a + (b - a) / 2;
+    }
+  }
+  return best;
+}
+
 /* Ticks per second: exact, or the TSC measured against the monotonic clock
- * since the session began (at least MIN_CALIBRATION_NS, Go's minimum). */
+ * since the session began. Each end of the measurement is a clock pair off
+ * by at most half its width w, so the rate is off by at most
+ * (w0 + w1) / 2 / elapsed: the measurement lasts until that is
+ * 1/CALIBRATION_ERR_INV, within [MIN_CALIBRATION_NS, MAX_CALIBRATION_NS].
+ * Integer arithmetic: exact however long the session. */
 static uint64_t ticks_hz(session *s) {
   if (s->hz_exact)
     return s->hz_exact;
-  uint64_t ns = pprt__os_monotonic_ns();
-  if (ns - s->t0_ns < MIN_CALIBRATION_NS) {
-    uint64_t left = MIN_CALIBRATION_NS - (ns - s->t0_ns);
-    struct timespec ts = {0, (long)left};
-    nanosleep(&ts, NULL);
+  uint64_t ticks, ns, elapsed;
+  for (;;) {
+    uint64_t w = clock_pair(s, &ticks, &ns);
+    uint64_t err = s->t0_width / 2 + w / 2; /* ns, at either end together */
+    uint64_t need = err > MAX_CALIBRATION_NS / CALIBRATION_ERR_INV ? MAX_CALIBRATION_NS
+                                                                   : err * CALIBRATION_ERR_INV;
+    if (need < MIN_CALIBRATION_NS)
+      need = MIN_CALIBRATION_NS;
+    elapsed = ns - s->t0_ns;
+    if (elapsed >= need)
+      break;
+    sleep_ns(need - elapsed);
   }
-  uint64_t ticks = pprt__os_ticks();
-  ns = pprt__os_monotonic_ns();
-  double hz = (double)(ticks - s->t0_ticks) * 1e9 / (double)(ns - s->t0_ns);
-  return hz >= 1 ? (uint64_t)(hz + 0.5) : 1;
+  uint64_t rem, hz = pprt__muldiv(ticks - s->t0_ticks, 1000000000u, elapsed, &rem);
+  if (hz < UINT64_MAX && rem >= elapsed - rem)
+    hz++; /* to the nearest */
+  return hz ? hz : 1;
 }
 
 static void write_frequency(session *s) {
@@ -1464,8 +1526,7 @@ static void flush_out(session *s) {
 }
 
 static void new_sync_point(session *s) {
-  s->sync_ticks = pprt__os_ticks();
-  s->sync_ns = pprt__os_monotonic_ns();
+  clock_pair(s, &s->sync_ticks, &s->sync_ns);
   s->sync_wall = pprt__os_wall_ns();
   s->gen_start_ns = s->sync_ns;
 }
@@ -1746,9 +1807,11 @@ static int session_start(const start_args *a) {
     g_next_session = 1;
   s->id = g_next_session;
   s->gen = 1;
-  s->hz_exact = pprt__os_ticks_init();
-  s->t0_ticks = pprt__os_ticks();
-  s->t0_ns = pprt__os_monotonic_ns();
+  pprt__ticks_info clock = pprt__os_ticks_init();
+  s->hz_exact = clock.hz;
+  s->ticks_monotonic = clock.monotonic;
+  atomic_store_explicit(&g_ticks_monotonic, clock.monotonic, memory_order_relaxed);
+  s->t0_width = clock_pair(s, &s->t0_ticks, &s->t0_ns);
   new_sync_point(s);
 
   if (!s->flight) {

@@ -365,22 +365,20 @@ static int parse_frequency(dec *d, cur *c, size_t off) {
 
 /* ---- events ---- */
 
-/* Times stay within +-2^61 ns (73 years) so that differences of two never
- * overflow, whatever a malformed file says. */
-#define NS_LIMIT 2305843009213693952.0
+/* Times stay within +-PPRT__TRACE_NS_LIMIT (2^61 ns, 73 years) so that
+ * differences of two never overflow, whatever a malformed file says. */
+#define NS_LIMIT PPRT__TRACE_NS_LIMIT
 
-static int64_t clamp_ns(double v) {
-  if (v > NS_LIMIT)
-    return (int64_t)NS_LIMIT;
-  if (v < -NS_LIMIT)
-    return -(int64_t)NS_LIMIT;
-  return (int64_t)v;
+/* The generation's sync time, within the limit. */
+static int64_t sync_ns(const dec *d) {
+  return d->sync_ns > (uint64_t)NS_LIMIT ? NS_LIMIT : (int64_t)d->sync_ns;
 }
 
-/* Monotonic nanoseconds of a tick count in this generation. */
+/* Monotonic nanoseconds of a tick count in this generation: exact integer
+ * arithmetic (docs/trace-format.md, "Clock error"). */
 static int64_t ticks_to_ns(const dec *d, uint64_t ticks) {
-  double delta = (double)(int64_t)(ticks - d->sync_ticks) * 1e9 / (double)d->hz;
-  return clamp_ns((double)d->sync_ns + delta);
+  int64_t delta = pprt__trace_ticks_to_ns((int64_t)(ticks - d->sync_ticks), d->hz);
+  return pprt__trace_add_ns(sync_ns(d), delta);
 }
 
 static int tl_eq(const void *ctx, uint32_t idx) {
@@ -405,7 +403,7 @@ static int monotonic_ns(dec *d, uint64_t tid, int64_t *ns, size_t off) {
     d->ntl++;
     return 0;
   }
-  if (*ns <= d->tl[i].ns && d->tl[i].ns < (int64_t)NS_LIMIT)
+  if (*ns <= d->tl[i].ns && d->tl[i].ns < NS_LIMIT)
     *ns = d->tl[i].ns + 1;
   d->tl[i].ns = *ns;
   return 0;
@@ -542,7 +540,7 @@ static int parse_batch(dec *d, cur *c, uint64_t tid, uint64_t ts, uint64_t *gen_
       if (u[0] == 0)
         return fail(d, off, -EINVAL, "%s: thread id 0", spec->name);
       e->tid = u[0];
-      ns = clamp_ns((double)ns + (double)pprt__unzigzag(u[1]));
+      ns = pprt__trace_add_ns(ns, pprt__unzigzag(u[1]));
       if (type == PPRT__EV_CPU_SAMPLE) {
         if (u[3] == 0)
           return fail(d, off, -EINVAL, "cpu_sample: count 0");
@@ -694,7 +692,7 @@ static int decode_generation(dec *d, size_t *pos, int first) {
   }
   if (!d->have_freq)
     return fail(d, r.off, -EINVAL, "generation %" PRIu64 " has no frequency record", d->gen);
-  see_ns(d, clamp_ns((double)d->sync_ns));
+  see_ns(d, sync_ns(d));
 
   /* Pass 2: stacks, threads, lost counts, then the events. */
   uint64_t gen_max = 0;

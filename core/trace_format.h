@@ -2,7 +2,8 @@
  * (core/trace.c, whose writer thread also reads back what threads encoded)
  * and the decoder (core/trace_decode.c). docs/trace-format.md is the spec;
  * this header is its mechanical half: record and event numbers, how each
- * event's arguments are laid out, varints. */
+ * event's arguments are laid out, varints, the tick-to-nanosecond
+ * conversion. */
 #ifndef PPRT_CORE_TRACE_FORMAT_H
 #define PPRT_CORE_TRACE_FORMAT_H
 
@@ -155,6 +156,68 @@ static inline void pprt__put_u32le(uint8_t *p, uint32_t v) {
 
 static inline uint32_t pprt__get_u32le(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* ---- the clock ------------------------------------------------------------------ */
+
+/* floor(a * b / c) for c >= 1, exactly, and the remainder in *rem; UINT64_MAX
+ * (and *rem 0) when the quotient does not fit in 64 bits. The product is
+ * formed in 128 bits from 32-bit halves: i386 compilers have no __int128. */
+static inline uint64_t pprt__muldiv(uint64_t a, uint64_t b, uint64_t c, uint64_t *rem) {
+  uint64_t al = (uint32_t)a, ah = a >> 32, bl = (uint32_t)b, bh = b >> 32;
+  uint64_t ll = al * bl, lh = al * bh, hl = ah * bl, hh = ah * bh;
+  uint64_t mid = (ll >> 32) + (uint32_t)lh + (uint32_t)hl; /* < 3 * 2^32 */
+  uint64_t lo = (mid << 32) | (uint32_t)ll;
+  uint64_t hi = hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+  if (hi == 0) {
+    *rem = lo % c;
+    return lo / c;
+  }
+  if (hi >= c) {
+    *rem = 0;
+    return UINT64_MAX;
+  }
+  /* hi:lo / c, one bit at a time; hi < c throughout, so the quotient fits. */
+  uint64_t q = 0;
+  for (int i = 0; i < 64; i++) {
+    uint64_t top = hi >> 63;
+    hi = hi << 1 | lo >> 63;
+    lo <<= 1;
+    q <<= 1;
+    if (top || hi >= c) {
+      hi -= c;
+      q |= 1;
+    }
+  }
+  *rem = hi;
+  return q;
+}
+
+/* Decoded times are kept within +-2^61 ns (73 years) of the monotonic
+ * clock's origin, so that sums of a few of them cannot overflow. */
+#define PPRT__TRACE_NS_LIMIT ((int64_t)1 << 61)
+
+/* Nanoseconds in a signed count of ticks at hz ticks a second: the format's
+ * conversion, floor(ticks * 1e9 / hz) (rounded down, also below zero, so
+ * that it never decreases as ticks grow), computed exactly for any count
+ * and rate; clamped to +-PPRT__TRACE_NS_LIMIT. hz >= 1. */
+static inline int64_t pprt__trace_ticks_to_ns(int64_t ticks, uint64_t hz) {
+  uint64_t mag = ticks < 0 ? 0 - (uint64_t)ticks : (uint64_t)ticks, rem;
+  uint64_t ns = pprt__muldiv(mag, 1000000000u, hz, &rem);
+  if (ticks < 0 && rem != 0 && ns < UINT64_MAX)
+    ns++; /* floor of a negative quotient */
+  if (ns > (uint64_t)PPRT__TRACE_NS_LIMIT)
+    ns = (uint64_t)PPRT__TRACE_NS_LIMIT;
+  return ticks < 0 ? -(int64_t)ns : (int64_t)ns;
+}
+
+/* a + b for a within +-PPRT__TRACE_NS_LIMIT, clamped to that range. */
+static inline int64_t pprt__trace_add_ns(int64_t a, int64_t b) {
+  if (b > PPRT__TRACE_NS_LIMIT - a)
+    return PPRT__TRACE_NS_LIMIT;
+  if (b < -PPRT__TRACE_NS_LIMIT - a)
+    return -PPRT__TRACE_NS_LIMIT;
+  return a + b;
 }
 
 /* The longest prefix of s[0, len) that is at most max bytes and does not end
