@@ -3,11 +3,13 @@
  * from the library's .symtab, which dladdr cannot see. */
 #include <stdint.h>
 
+#include "tests/workload.h"
+
 #define EXPORT __attribute__((visibility("default")))
 
 static volatile int sink;
 
-static __attribute__((noinline)) int dlopen_static_helper(int x) {
+TEST_WORKLOAD static int dlopen_static_helper(int x) {
   for (int i = 0; i < x; i++)
     sink += i * x;
   return sink;

@@ -21,20 +21,21 @@
 
 #include "core/platform.h"
 #include "core/profile.h"
+#include "tests/workload.h"
 
 #define NPC 4
 
-__attribute__((noinline)) static uintptr_t caller_pc(void) {
+TEST_WORKLOAD static uintptr_t caller_pc(void) {
   return (uintptr_t)__builtin_return_address(0);
 }
 
-__attribute__((noinline)) static void interop_static_leaf(uintptr_t *pcs) {
+TEST_WORKLOAD static void interop_static_leaf(uintptr_t *pcs) {
   pcs[0] = caller_pc();
   __asm__ volatile("" ::: "memory");
 }
 
-__attribute__((noinline)) void interop_middle(uintptr_t *pcs);
-__attribute__((noinline)) void interop_middle(uintptr_t *pcs) {
+TEST_WORKLOAD void interop_middle(uintptr_t *pcs);
+TEST_WORKLOAD void interop_middle(uintptr_t *pcs) {
   interop_static_leaf(pcs);
   pcs[1] = caller_pc();
   __asm__ volatile("" ::: "memory");

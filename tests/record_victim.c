@@ -14,9 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/workload.h"
+
 static volatile unsigned long sink;
 
-__attribute__((noinline)) void victim_burn(double seconds);
+TEST_WORKLOAD void victim_burn(double seconds);
 void victim_burn(double seconds) {
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "core/platform.h"
+#include "tests/workload.h"
 
 #if defined(__linux__) || defined(__FreeBSD__)
 #define HAVE_ELF 1
@@ -43,7 +44,7 @@
 static volatile int sink;
 
 /* The function the test symbolizes: static, so only .symtab names it. */
-static __attribute__((noinline)) int images_static_target(int x) {
+TEST_WORKLOAD static int images_static_target(int x) {
   for (int i = 0; i < x; i++)
     sink += i ^ x;
   return sink;

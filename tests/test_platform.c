@@ -272,7 +272,7 @@ static void test_wait_and_wake(void **state) {
   uint64_t ms = (pprt__os_monotonic_ns() - t0) / 1000000;
   pthread_join(th, NULL);
   assert_true(ms >= 50);
-  /* 80 ms of slack for scheduling: ctest runs tests in parallel on 2 cores */
+  /* 80 ms of slack for scheduling (labelled statistical: ctest runs it alone) */
   assert_true(ms < (pprt__os_reader_blocks ? 50 + 80 : 50 + 100 + 80));
 }
 

@@ -37,6 +37,7 @@
 #include <cmocka.h>
 
 #include "core/platform.h"
+#include "tests/workload.h"
 
 /* ---- helpers ----------------------------------------------------------------- */
 
@@ -105,6 +106,15 @@ static int reset_sigprof(void **state) {
   set_action(SIGPROF, SIG_DFL, 0);
   reset_seen();
   return 0;
+}
+
+/* Whether pc is in the code of fn (a TEST_WORKLOAD function): the symbol
+ * that covers pc starts at fn. By address, not name: a name is only what
+ * the compiler left in the symbol table. */
+static int pc_in(pprt__os_symbolizer *sym, uintptr_t pc, uintptr_t fn) {
+  const char *name;
+  uintptr_t off;
+  return pprt__os_symbolize(sym, pc, &name, &off) == 0 && pc - off == fn;
 }
 
 /* ---- install, restore, forward ------------------------------------------------- */
@@ -301,13 +311,13 @@ static void on_sigprof_backtrace(int sig, siginfo_t *info, void *uc) {
   bt_n = backtrace(bt, 64);
 }
 
-__attribute__((noinline)) static int raise_from_here(void) {
+TEST_WORKLOAD static int raise_from_here(void) {
   int r = raise(SIGPROF);
   __asm__ volatile("" ::: "memory"); /* not a tail call */
   return r;
 }
 
-static void test_unwind_through_signal_frame(void **state) {
+TEST_WORKLOAD static void test_unwind_through_signal_frame(void **state) {
   (void)state;
   void *warm[4];
   backtrace(warm, 4); /* the first call loads libgcc_s: not in a handler */
@@ -320,12 +330,8 @@ static void test_unwind_through_signal_frame(void **state) {
   assert_int_equal(pprt__os_symbolizer_open(&sym), 0);
   int found_raiser = 0, found_test = 0;
   for (int i = 0; i < bt_n; i++) {
-    const char *name;
-    uintptr_t off;
-    if (pprt__os_symbolize(sym, (uintptr_t)bt[i], &name, &off) != 0)
-      continue;
-    found_raiser |= strcmp(name, "raise_from_here") == 0;
-    found_test |= strcmp(name, "test_unwind_through_signal_frame") == 0;
+    found_raiser |= pc_in(sym, (uintptr_t)bt[i], (uintptr_t)&raise_from_here);
+    found_test |= pc_in(sym, (uintptr_t)bt[i], (uintptr_t)&test_unwind_through_signal_frame);
   }
   pprt__os_symbolizer_close(sym);
   assert_true(found_raiser);
@@ -555,7 +561,7 @@ static void reset_tick(void) {
 static atomic_int spinners_stop;
 
 /* Burns CPU until told to stop; the timers' signals should land in here. */
-__attribute__((noinline)) static void spin_until_stopped(volatile uint64_t *counter) {
+TEST_WORKLOAD static void spin_until_stopped(volatile uint64_t *counter) {
   while (!atomic_load_explicit(&spinners_stop, memory_order_relaxed))
     (*counter)++;
 }
@@ -654,13 +660,8 @@ static void test_thread_timer_targets_one_thread(void **state) {
   int n = atomic_load(&tick.npcs), in_spin = 0;
   if (n > MAX_PCS)
     n = MAX_PCS;
-  for (int i = 0; i < n; i++) {
-    const char *name;
-    uintptr_t off;
-    if (pprt__os_symbolize(sym, tick.pcs[i], &name, &off) == 0 &&
-        strcmp(name, "spin_until_stopped") == 0)
-      in_spin++;
-  }
+  for (int i = 0; i < n; i++)
+    in_spin += pc_in(sym, tick.pcs[i], (uintptr_t)&spin_until_stopped);
   pprt__os_symbolizer_close(sym);
   assert_true(in_spin * 2 >= n);
 }

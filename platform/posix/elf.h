@@ -127,7 +127,7 @@ int pprt__elf_find_build_id(const void *notes, size_t len, size_t align, const u
 
 /* Maps a regular file read-only. Errors: the open/fstat/mmap errno; -ENOEXEC
  * for something that is not a regular file or is empty (a FIFO would block,
- * a directory cannot be mapped). */
+ * a directory cannot be mapped). On error *data is NULL and *size 0. */
 int pprt__elf_map_file(const char *path, const void **data, size_t *size);
 void pprt__elf_unmap_file(const void *data, size_t size);
 

@@ -422,6 +422,8 @@ int pprt__elf_symtab_add_memory(pprt__elf_symtab *tab, const pprt__elf_object *o
 /* ---- files ------------------------------------------------------------------------ */
 
 int pprt__elf_map_file(const char *path, const void **data, size_t *size) {
+  *data = NULL;
+  *size = 0;
   /* O_NONBLOCK: opening a FIFO planted at a library's path must not hang. */
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0)
