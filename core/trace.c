@@ -1467,7 +1467,7 @@ static uint64_t clock_pair(const session *s, uint64_t *ticks, uint64_t *ns) {
 static uint64_t ticks_hz(session *s) {
   if (s->hz_exact)
     return s->hz_exact;
-  uint64_t ticks, ns, elapsed;
+  uint64_t ticks = 0, ns = 0, elapsed = 0; /* set by the first clock_pair */
   for (;;) {
     uint64_t w = clock_pair(s, &ticks, &ns);
     uint64_t err = s->t0_width / 2 + w / 2; /* ns, at either end together */
