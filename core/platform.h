@@ -141,33 +141,57 @@ extern const int pprt__os_reader_blocks;
 /* A signal handler as pprt installs it (SA_SIGINFO form). */
 typedef void (*pprt__os_handler)(int sig, siginfo_t *info, void *ucontext);
 
-/* The action that was installed before pprt's, kept so it can be restored
- * and so signals that are not pprt's can be forwarded to it. */
+/* The program's action for a signal pprt has taken over: the one installed
+ * before pprt's, or one the program set since (pprt__os_signal_adopt), kept
+ * so it can be restored and so signals that are not pprt's can be
+ * forwarded to it. */
 typedef struct pprt__os_sigsave {
-  struct sigaction old; /* the previous action, SIG_IGN where it was SIG_DFL */
+  struct sigaction old; /* the program's action, as the program set it */
   uintptr_t restorer;   /* raw rt_sigaction: the previous SA_RESTORER, or 0 */
   int installed;        /* 1 while pprt's handler is the installed one */
+  int adopted;          /* old came from the program's sigaction call, not
+                           from the kernel */
 } pprt__os_sigsave;
 
 /* Installs fn for sig with SA_SIGINFO | SA_ONSTACK | SA_RESTART and every
- * signal blocked while it runs, and saves the previous action in save. When
- * the previous action is SIG_DFL, save records SIG_IGN instead, so that a
- * late signal after pprt__os_signal_restore cannot kill the process (Go
- * issue 19320). On Linux x86_64/i386 with PPRT_RAW_SIGACTION this is a raw
- * rt_sigaction with SA_RESTORER and pprt's own restorer trampoline (assembly
- * that calls rt_sigreturn); elsewhere it is libc sigaction. Errors: -EINVAL
- * for a signal that cannot be caught, -EBUSY if save->installed is set. */
+ * signal blocked while it runs, and saves the previous action in save. On
+ * Linux x86_64/i386 with PPRT_RAW_SIGACTION this is a raw rt_sigaction with
+ * SA_RESTORER and pprt's own restorer trampoline (assembly that calls
+ * rt_sigreturn); elsewhere it is libc sigaction. Errors: -EINVAL for a
+ * signal that cannot be caught, -EBUSY if save->installed is set. */
 int pprt__os_signal_install(int sig, pprt__os_handler fn, pprt__os_sigsave *save);
 
-/* Puts back the action saved by pprt__os_signal_install (SIG_IGN where the
- * original was SIG_DFL) and clears save->installed. */
+/* Puts back the saved action and clears save->installed. Where that action
+ * is SIG_DFL, SIG_IGN is installed instead, so that a late signal of
+ * pprt's (a tick still pending) cannot kill the process (Go issue 19320).
+ * An action saved from the kernel is put back exactly (the raw installer:
+ * flags and restorer too); an adopted one is installed with libc's
+ * sigaction, as the program asked for it. */
 int pprt__os_signal_restore(int sig, pprt__os_sigsave *save);
+
+/* Records act as the program's action, in place of the one saved: an
+ * action the program sets with libc's sigaction while pprt's handler is
+ * installed (the preload library's interposer). Later forwards go to it and
+ * pprt__os_signal_restore installs it. AS-safe. */
+void pprt__os_signal_adopt(pprt__os_sigsave *save, const struct sigaction *act);
 
 /* Hands a signal that was not pprt's to the saved action: calls its handler
  * in the form it was installed with (sa_sigaction with SA_SIGINFO, else
- * sa_handler); does nothing for SIG_IGN. AS-safe. */
+ * sa_handler); does nothing for SIG_IGN and SIG_DFL (see
+ * pprt__os_signal_restore). AS-safe. */
 void pprt__os_signal_forward(const pprt__os_sigsave *save, int sig, siginfo_t *info,
                              void *ucontext);
+
+/* Takes one pending instance of sig off the calling thread's pending set or
+ * the process's, without delivering it, and fills info: returns 1 when one
+ * was taken, 0 when none is pending. The caller blocks sig first (else it
+ * may be delivered instead). For an exec: pending signals survive it, and
+ * the new image has the default action. Linux: rt_sigtimedwait with a zero
+ * timeout (the system call: libc's is a cancellation point); FreeBSD:
+ * sigtimedwait's system call alike. AS-safe. Errors: -ENOTSUP on Darwin,
+ * which has no sigtimedwait (sigwait would wait for good if another thread
+ * took a process-wide signal between a sigpending and it). */
+int pprt__os_signal_take(int sig, siginfo_t *info);
 
 /* Changes the calling thread's signal mask as pthread_sigmask(how, set, old)
  * does, but never through an interposer of it (the preload library's own

@@ -233,16 +233,90 @@ static void test_previous_siginfo_handler_kept(void **state) {
   check_previous_kept_from(NULL, prev_info, SA_SIGINFO | SA_NODEFER, SIGTERM);
 }
 
-/* Go issue 19320: after pprt, SIGPROF is ignored rather than fatal. */
+/* Go issue 19320: after pprt, SIGPROF is ignored rather than fatal. The
+ * saved action stays SIG_DFL: it is what the program is told it has. */
 static void test_default_action_comes_back_ignored(void **state) {
   (void)state;
   assert_ptr_equal((void *)query(SIGPROF).sa_handler, (void *)SIG_DFL);
   assert_int_equal(pprt__os_signal_install(SIGPROF, on_sigprof, &save), 0);
-  assert_ptr_equal((void *)save.old.sa_handler, (void *)SIG_IGN);
+  assert_ptr_equal((void *)save.old.sa_handler, (void *)SIG_DFL);
   pprt__os_signal_forward(&save, SIGPROF, NULL, NULL); /* does nothing */
   assert_int_equal(pprt__os_signal_restore(SIGPROF, &save), 0);
   assert_ptr_equal((void *)query(SIGPROF).sa_handler, (void *)SIG_IGN);
   assert_int_equal(raise(SIGPROF), 0); /* would end the test run if fatal */
+}
+
+/* An action the program sets while pprt's is installed: forwarded to, and
+ * installed at restore in a form the kernel can return from (libc's
+ * restorer, where the raw installer would otherwise have none). */
+static void test_adopted_action(void **state) {
+  (void)state;
+  assert_int_equal(pprt__os_signal_install(SIGPROF, on_sigprof, &save), 0);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = prev_info;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, SIGUSR2);
+  pprt__os_signal_adopt(&save, &sa);
+  assert_int_equal(save.installed, 1);
+  assert_ptr_equal((void *)query(SIGPROF).sa_sigaction, (void *)on_sigprof); /* still pprt's */
+
+  atomic_store(&prev_info_calls, 0);
+  siginfo_t info;
+  memset(&info, 0, sizeof info);
+  pprt__os_signal_forward(&save, SIGPROF, &info, NULL);
+  assert_int_equal(atomic_load(&prev_info_calls), 1);
+
+  assert_int_equal(pprt__os_signal_restore(SIGPROF, &save), 0);
+  struct sigaction after = query(SIGPROF);
+  assert_ptr_equal((void *)after.sa_sigaction, (void *)prev_info);
+  assert_true(after.sa_flags & SA_SIGINFO);
+  assert_true(after.sa_flags & SA_RESTART);
+  assert_int_equal(sigismember(&after.sa_mask, SIGUSR2), 1);
+  raise(SIGPROF); /* handled, and returned from */
+  raise(SIGPROF);
+  assert_int_equal(atomic_load(&prev_info_calls), 3);
+
+  /* Adopted SIG_DFL comes back as SIG_IGN, as a saved one does. */
+  assert_int_equal(pprt__os_signal_install(SIGPROF, on_sigprof, &save), 0);
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_DFL;
+  pprt__os_signal_adopt(&save, &sa);
+  assert_int_equal(pprt__os_signal_restore(SIGPROF, &save), 0);
+  assert_ptr_equal((void *)query(SIGPROF).sa_handler, (void *)SIG_IGN);
+}
+
+/* A pending signal taken off without running a handler: both a thread's
+ * and the process's; none left. */
+static void test_signal_take(void **state) {
+  (void)state;
+  assert_int_equal(pprt__os_signal_install(SIGPROF, on_sigprof, &save), 0);
+  sigset_t prof, old;
+  sigemptyset(&prof);
+  sigaddset(&prof, SIGPROF);
+  pthread_sigmask(SIG_BLOCK, &prof, &old);
+  siginfo_t info;
+  int rc = pprt__os_signal_take(SIGPROF, &info);
+  if (rc == -ENOTSUP) {
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    print_message("no way to take a pending signal on this OS\n");
+    return;
+  }
+  assert_int_equal(rc, 0);
+  pthread_kill(pthread_self(), SIGPROF);
+  kill(getpid(), SIGPROF);
+  int taken = 0;
+  while (pprt__os_signal_take(SIGPROF, &info) == 1) {
+    assert_int_equal(info.si_signo, SIGPROF);
+    taken++;
+  }
+  assert_int_equal(taken, 2);
+  sigset_t pending;
+  sigpending(&pending);
+  assert_int_equal(sigismember(&pending, SIGPROF), 0);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  assert_int_equal(atomic_load(&seen.calls), 0);
 }
 
 static void test_install_errors(void **state) {
@@ -920,6 +994,8 @@ int main(void) {
       T(test_previous_plain_handler_kept),
       T(test_previous_siginfo_handler_kept),
       T(test_default_action_comes_back_ignored),
+      T(test_adopted_action),
+      T(test_signal_take),
       T(test_install_errors),
       T(test_signals_blocked_in_handler),
       T(test_unwind_through_signal_frame),

@@ -1,5 +1,6 @@
 /* The thread's signal mask and a held signal sent again, for
- * core/sigmask.c, on Darwin.
+ * core/sigmask.c, on Darwin; no way to take a pending signal off (see
+ * pprt__os_signal_take).
  *
  * pthread_sigmask is called by name: dyld's __interpose redirects calls
  * from every image but the one that interposes, so the preload library's
@@ -48,4 +49,10 @@ int pprt__os_signal_resend(int sig, const siginfo_t *info) {
     sa.sa_handler(sig);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return 0;
+}
+
+int pprt__os_signal_take(int sig, siginfo_t *info) {
+  (void)sig;
+  (void)info;
+  return -ENOTSUP;
 }

@@ -1,9 +1,11 @@
 /* The thread's signal mask without the preload library's interposer in
- * the way (rt_sigprocmask), and a held signal sent again with its siginfo
- * (rt_tgsigqueueinfo), for core/sigmask.c. */
+ * the way (rt_sigprocmask), a held signal sent again with its siginfo
+ * (rt_tgsigqueueinfo), for core/sigmask.c; and a pending signal taken off
+ * without delivering it (rt_sigtimedwait), for core/sigprof.c. */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -29,4 +31,15 @@ int pprt__os_signal_resend(int sig, const siginfo_t *info) {
   if (syscall(SYS_tgkill, pid, tid, sig) != 0)
     return -errno;
   return 0;
+}
+
+int pprt__os_signal_take(int sig, siginfo_t *info) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  struct timespec zero = {0, 0};
+  long got = syscall(SYS_rt_sigtimedwait, &set, info, &zero, (size_t)(_NSIG / 8));
+  if (got == sig)
+    return 1;
+  return got < 0 && errno != EAGAIN && errno != EINTR ? -errno : 0;
 }

@@ -182,10 +182,21 @@ int pprt__os_signal_install(int sig, pprt__os_handler fn, pprt__os_sigsave *save
 int pprt__os_signal_restore(int sig, pprt__os_sigsave *save) {
   if (!save->installed)
     return 0; /* nothing of pprt's to take away */
+  struct sigaction sa;
+  pprt__posix_signal_restorable(save, &sa);
+  if (save->adopted) {
+    /* The program's own call, made while pprt's handler was installed, is
+     * made now: libc adds the restorer its handlers need (x86_64 has no
+     * default one; i386's depends on SA_SIGINFO). */
+    if (sigaction(sig, &sa, NULL) != 0)
+      return -errno;
+    save->installed = 0;
+    return 0;
+  }
   /* The saved flags keep the previous SA_RESTORER bit, and save->restorer
    * its trampoline: the kernel gets back exactly what it had. */
   struct kernel_sigaction k;
-  to_kernel(&save->old, save->restorer, &k);
+  to_kernel(&sa, save->restorer, &k);
   long err = rt_sigaction(sig, &k, NULL);
   if (err != 0)
     return (int)err;
