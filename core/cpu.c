@@ -42,6 +42,7 @@
 #include "core/platform.h"
 #include "core/profile.h"
 #include "core/ring.h"
+#include "core/sigprof.h"
 #include "core/table.h"
 #include "core/thread.h"
 #include "core/trace.h"
@@ -154,7 +155,6 @@ static pthread_mutex_t g_control = PTHREAD_MUTEX_INITIALIZER;
 static session *_Atomic g_session;
 static int g_busy;             /* a start or stop is between its steps */
 static atomic_int g_inflight;  /* handlers running right now */
-static pprt__os_sigsave g_sigsave;
 static _Atomic uintptr_t g_cookie;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 static atomic_int g_threads_hooked; /* every thread registers as it starts */
@@ -447,13 +447,13 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
   if (clock_fd >= 0 && s && s->source == SOURCE_CLOCK) {
     if (!on_clock(s, clock_fd, ucontext))
       if (!pprt__thread_defer_signal(sig, info))
-        pprt__os_signal_forward(&g_sigsave, sig, info, ucontext);
+        pprt__sigprof_forward(sig, info, ucontext);
   } else if (clock_fd >= 0 && s == NULL) {
     /* A clock's signal left pending at stop. */
   } else if (src == PPRT__OS_SIGPROF_OTHER) {
     /* kill(), sigqueue(), the program's own timer: not ours to count. */
     if (!pprt__thread_defer_signal(sig, info))
-      pprt__os_signal_forward(&g_sigsave, sig, info, ucontext);
+      pprt__sigprof_forward(sig, info, ucontext);
   } else if (s) {
     uint64_t tid = pprt__thread_id();
     /* Go's validSIGPROF: a thread with its own source counts only its
@@ -753,8 +753,7 @@ static void atfork_child(void) {
     atomic_store(&g_session, NULL);
     g_busy = 0;
     atomic_store(&g_inflight, 0);
-    if (g_sigsave.installed)
-      pprt__os_signal_restore(SIGPROF, &g_sigsave);
+    pprt__sigprof_fork_child();
   }
 }
 
@@ -971,9 +970,9 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
 
   pprt__os_thread_each(snapshot_one, s);
   atomic_store(&g_cookie, s->cookie);
-  rc = pprt__os_signal_install(SIGPROF, on_sigprof, &g_sigsave);
+  rc = pprt__sigprof_install(on_sigprof);
   if (rc == 0 && (rc = start_reader(s)) != 0)
-    pprt__os_signal_restore(SIGPROF, &g_sigsave);
+    pprt__sigprof_restore();
   if (rc != 0) {
     session_free(s);
     pthread_mutex_unlock(&g_control);
@@ -1110,9 +1109,9 @@ static int cpu_stop(void) {
   pthread_join(s->reader, NULL);
   /* The reader is done: the last word on threads that block SIGPROF. */
   check_blocked(s);
-  /* A tick still pending now finds the program's action, or SIG_IGN where
-   * that was SIG_DFL, and cannot kill the process (Go issue 19320). */
-  pprt__os_signal_restore(SIGPROF, &g_sigsave);
+  /* A tick still pending now finds the program's latest action, or SIG_IGN
+   * where that is SIG_DFL, and cannot kill the process (Go issue 19320). */
+  pprt__sigprof_restore();
 
   double cpu = cpu_seconds() - s->start_cpu;
   pprt__profile_set_time(s->prof, s->start_wall,

@@ -42,6 +42,7 @@
 #include "core/cpu.h"
 #include "core/heap.h"
 #include "core/sigmask.h"
+#include "core/sigprof.h"
 #include "core/thread.h"
 #include "core/trace.h"
 #include "preload/preload.h"
@@ -185,6 +186,7 @@ static pid_t heap_owner;
 __attribute__((constructor)) static void preload_start(void) {
   /* Also for a profile the program starts through the API. */
   pprt__sigmask_init();
+  pprt__sigprof_init();
   const char *cpu = getenv("PPRT_CPUPROFILE"), *heap = getenv("PPRT_HEAPPROFILE");
   const char *trace = getenv("PPRT_TRACE");
   if ((!cpu || !*cpu) && (!heap || !*heap) && (!trace || !*trace))

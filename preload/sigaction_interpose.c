@@ -1,0 +1,43 @@
+/* SIGPROF's action interposers for Darwin: dyld's __interpose section sends
+ * every other image's calls to sigaction and signal to these; for SIGPROF
+ * they go through core/sigprof.c, which while a CPU profile runs keeps the
+ * program's action as the one pprt forwards to instead of installing it
+ * over pprt's handler. Our own calls still reach libsystem's. */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+#include "core/sigprof.h"
+
+static int my_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  return pprt__sigprof_sigaction(sigaction, sig, act, old);
+}
+
+/* signal for SIGPROF as the sigaction it stands for (BSD semantics:
+ * SA_RESTART, the signal blocked in its handler). */
+static void (*my_signal(int sig, void (*h)(int)))(int) {
+  if (sig != SIGPROF)
+    return signal(sig, h);
+  if (h == SIG_ERR) {
+    errno = EINVAL;
+    return SIG_ERR;
+  }
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = h;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, sig);
+  if (pprt__sigprof_sigaction(sigaction, sig, &sa, &old) != 0)
+    return SIG_ERR;
+  return old.sa_handler;
+}
+
+#define INTERPOSE(mine, theirs) {(const void *)(mine), (const void *)(theirs)}
+__attribute__((used, section("__DATA,__interpose"))) static const struct {
+  const void *replacement;
+  const void *original;
+} sigaction_interposers[] = {
+    INTERPOSE(my_sigaction, sigaction),
+    INTERPOSE(my_signal, signal),
+};
