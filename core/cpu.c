@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/cpu.h"
 #include "core/heap.h"
@@ -118,6 +119,7 @@ typedef struct session {
   size_t budget_timers;      /* threads given a timer instead, for that */
   uint64_t period_ns;
   uintptr_t cookie;
+  pid_t pid;                   /* the process profiled (a vfork child shares this) */
   _Atomic uint64_t reader_tid; /* set by the reader when it starts */
 
   pprt__ring ring;
@@ -128,6 +130,7 @@ typedef struct session {
   size_t ntimers, timers_cap;
   slot slots[SLOTS_CAP];
   int tidset_full_warned;
+  int execs; /* exec calls under way, which disarmed the process timer */
 
   /* the reader's */
   uint64_t *readbuf; /* one record */
@@ -331,8 +334,13 @@ static int rescan_one(uint64_t tid, void *ctx) {
   return 0;
 }
 
-/* Timers for threads that appeared, none for threads that are gone. */
+/* Timers for threads that appeared, none for threads that are gone. Not
+ * while an exec is under way: the exec'ing thread's source was stopped on
+ * purpose (pprt__cpu_exec_prepare), and one started again would signal
+ * into the new image. */
 static void rescan(session *s) {
+  if (s->execs > 0)
+    return;
   for (size_t i = 0; i < s->ntimers; i++)
     s->timers[i].seen = 0;
   if (pprt__os_thread_each(rescan_one, s) != 0)
@@ -364,19 +372,67 @@ void pprt__cpu_thread_exiting(uint64_t tid) {
   pthread_mutex_unlock(&g_control);
 }
 
-void pprt__cpu_exec_prepare(void) {
+/* What an exec'ing thread's pending SIGPROFs are checked against. */
+struct exec_ticks {
+  uintptr_t cookie;
+  int fd; /* the thread's sampling clock, closed by now; -1 if none */
+};
+
+/* A pending SIGPROF taken off before an exec: 1 for a tick of pprt's, as
+ * on_sigprof would have counted or dropped it; 0 for one it would have
+ * forwarded. */
+static int exec_own_tick(const siginfo_t *info, void *ctx) {
+  const struct exec_ticks *t = ctx;
+  int fd = pprt__os_sigprof_clock_fd(info);
+  if (fd >= 0)
+    return fd == t->fd;
+  return pprt__os_sigprof_source(info, t->cookie) != PPRT__OS_SIGPROF_OTHER;
+}
+
+/* Stops what could signal the exec'ing thread while the exec runs in the
+ * kernel, leaving its signal pending in the new image: the process timer
+ * and the thread's own clock or timer (other threads' sources signal only
+ * their threads, which the exec ends). Returns 0 where there is nothing to
+ * stop: no profile, or a vfork child (the program's; posix_spawn's never
+ * comes here), which shares this memory but is another process, with no
+ * timers and nothing pending at birth: it must not touch the parent's
+ * sources, nor ask its thread id, which would be cached in the parent
+ * thread's slot. */
+static int exec_stop(void *ctx) {
+  struct exec_ticks *t = ctx;
   pthread_mutex_lock(&g_control);
   session *s = atomic_load(&g_session);
-  if (s && s->process_timer)
+  if (s == NULL || s->pid != getpid()) {
+    pthread_mutex_unlock(&g_control);
+    return 0;
+  }
+  if (s->execs++ == 0 && s->process_timer)
     pprt__os_process_timer_set(0);
+  timer_entry *e = s->thread_timers ? find_timer(s, pprt__thread_id()) : NULL;
+  if (e != NULL) {
+    t->fd = e->clock.fd;
+    stop_timer_at(s, (size_t)(e - s->timers));
+  }
+  t->cookie = s->cookie;
   pthread_mutex_unlock(&g_control);
+  return 1;
+}
+
+void pprt__cpu_exec_prepare(void) {
+  struct exec_ticks t = {0, -1};
+  pprt__sigprof_exec_prepare(exec_stop, exec_own_tick, &t);
 }
 
 void pprt__cpu_exec_failed(void) {
   pthread_mutex_lock(&g_control);
   session *s = atomic_load(&g_session);
-  if (s && s->process_timer)
-    pprt__os_process_timer_set(s->process_hz);
+  if (s != NULL && s->pid == getpid()) {
+    if (s->execs > 0 && --s->execs == 0 && s->process_timer)
+      pprt__os_process_timer_set(s->process_hz);
+    if (s->thread_timers)
+      start_thread_timer(s, pprt__thread_id());
+  }
+  pprt__sigprof_exec_failed(s != NULL && s->pid == getpid());
   pthread_mutex_unlock(&g_control);
 }
 
@@ -945,6 +1001,7 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
   s->unwinder = o.unwinder;
   s->period_ns = 1000000000u / (uint64_t)o.hz;
   s->cookie = (uintptr_t)s;
+  s->pid = getpid();
   static const pprt__value_type types[2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
   rc = pprt__ring_init(&s->ring, RING_WORDS, PPRT__CPU_HDR_WORDS, (uint64_t)o.hz);
   /* The reader wakes at half full or every 100 ms (its read timeout), not

@@ -11,11 +11,16 @@
 void pprt__cpu_thread_started(uint64_t tid);
 void pprt__cpu_thread_exiting(uint64_t tid);
 
-/* Around an exec in the profiled process: the process timer (setitimer) is
- * the one timer exec keeps, and the new image would die of its first tick
- * (SIGPROF's default action) before it could install a handler. prepare
- * disarms it; failed re-arms it when the exec did not happen. Per-thread
- * timers end with the exec by themselves. Not AS-safe. */
+/* Around an exec in the profiled process. The new image has SIGPROF's
+ * default action, which ends it, until it installs a handler; it inherits
+ * the process timer (setitimer) and every SIGPROF pending on the exec'ing
+ * thread or on the process. prepare disarms the process timer, stops the
+ * calling thread's own clock or timer (a signal it sent while the exec runs
+ * in the kernel would be pending in the new image), and takes the pending
+ * SIGPROFs off: pprt's are dropped, the program's delivered to it before
+ * the exec (core/sigprof.h). failed re-arms what prepare stopped when the
+ * exec did not happen. Other threads' sources end with the exec, which ends
+ * their threads. Does nothing in a vfork child. Not AS-safe. */
 void pprt__cpu_exec_prepare(void);
 void pprt__cpu_exec_failed(void);
 

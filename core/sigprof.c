@@ -12,7 +12,7 @@
  * recognised by the owner and go straight to libc.
  *
  * Divisions: the lock; install, restore, forward; the program's calls;
- * fork. */
+ * exec; fork. */
 #include "core/sigprof.h"
 
 #include <errno.h>
@@ -26,7 +26,10 @@
 #include "core/thread.h"
 
 static pprt__os_sigsave g_save;    /* the program's action; installed: pprt's is in */
+static pprt__os_handler g_handler; /* pprt's, to install again after a failed exec */
 static pid_t g_pid;                /* the process that installed it (not a vfork child) */
+static int g_exec_ignoring;        /* execs under way that installed SIG_IGN */
+static __thread int t_exec_ignoring __attribute__((tls_model("initial-exec")));
 
 /* ---- the lock ---------------------------------------------------------------------- */
 
@@ -76,6 +79,7 @@ int pprt__sigprof_install(pprt__os_handler fn) {
   pprt__sigprof_init();
   sigset_t mask;
   lock(&mask);
+  g_handler = fn;
   int rc = pprt__os_signal_install(SIGPROF, fn, &g_save);
   if (rc == 0)
     g_pid = getpid();
@@ -137,10 +141,90 @@ int pprt__sigprof_sigaction(pprt__sigaction_fn real, int sig, const struct sigac
   return rc;
 }
 
+/* ---- exec ------------------------------------------------------------------------------ */
+
+void pprt__sigprof_exec_prepare(int (*stop)(void *ctx),
+                                int (*own)(const siginfo_t *info, void *ctx), void *ctx) {
+  int err = errno;
+  /* Blocked before the sources stop: a signal still on its way from them
+   * is then taken off below, not delivered (pprt's handler would find no
+   * clock of this thread's and forward it to the program). */
+  sigset_t prof, before;
+  sigemptyset(&prof);
+  sigaddset(&prof, SIGPROF);
+  if (pprt__os_thread_sigmask(SIG_BLOCK, &prof, &before) != 0) {
+    errno = err;
+    return;
+  }
+  int unblock = sigismember(&before, SIGPROF) != 1;
+  if (!stop(ctx)) {
+    if (unblock)
+      pprt__os_thread_sigmask(SIG_UNBLOCK, &prof, NULL);
+    errno = err;
+    return;
+  }
+
+  /* A program that ignores SIGPROF hands SIG_IGN to the image it execs,
+   * where pprt's handler would become SIG_DFL. Installing SIG_IGN also
+   * discards every pending SIGPROF (POSIX); other threads' ticks are
+   * ignored until the exec is done or has failed. */
+  sigset_t mask;
+  lock(&mask);
+  int ignoring = 0;
+  if (owned() && g_save.old.sa_handler == SIG_IGN)
+    ignoring = pprt__os_signal_restore(SIGPROF, &g_save) == 0;
+  else if (!g_save.installed && g_exec_ignoring > 0)
+    ignoring = 1; /* another thread's exec installed it */
+  if (ignoring) {
+    g_exec_ignoring++;
+    t_exec_ignoring = 1;
+  }
+  unlock(&mask);
+
+  /* One of the program's is kept: the kernel keeps one pending instance of
+   * a standard signal per thread, so more would merge anyway. The bound
+   * stops a sender that never stops. */
+  siginfo_t keep;
+  int kept = 0;
+  for (int i = 0; i < 64 && !ignoring; i++) {
+    siginfo_t si;
+    if (pprt__os_signal_take(SIGPROF, &si) != 1)
+      break;
+    if (!kept && !own(&si, ctx)) {
+      keep = si;
+      kept = 1;
+    }
+  }
+  if (kept)
+    pprt__os_signal_resend(SIGPROF, &keep); /* pending: SIGPROF is blocked */
+  if (unblock)
+    pprt__os_thread_sigmask(SIG_UNBLOCK, &prof, NULL); /* delivered now */
+  errno = err;
+}
+
+void pprt__sigprof_exec_failed(int running) {
+  if (!t_exec_ignoring)
+    return;
+  int err = errno;
+  sigset_t mask;
+  lock(&mask);
+  t_exec_ignoring = 0;
+  /* A profile that stopped meanwhile has nothing to install again; the
+   * program's action, SIG_IGN or what it set since, stays. Installing over
+   * a profile started since fails with -EBUSY and changes nothing. */
+  if (--g_exec_ignoring == 0 && running &&
+      pprt__os_signal_install(SIGPROF, g_handler, &g_save) == 0)
+    g_pid = getpid();
+  unlock(&mask);
+  errno = err;
+}
+
 /* ---- fork ------------------------------------------------------------------------------- */
 
 void pprt__sigprof_fork_child(void) {
   fork_child_unlock();
+  g_exec_ignoring = 0;
+  t_exec_ignoring = 0;
   if (g_save.installed)
     pprt__os_signal_restore(SIGPROF, &g_save);
 }

@@ -13,9 +13,13 @@
  * that links pprt must not replace SIGPROF's handler while it profiles, as
  * with Go's runtime/pprof and gperftools; its handler installed before
  * pprt_cpu_start is forwarded to.
-
  *
- * Callers: core/cpu.c (install, restore, forward, fork), the preload
+ * Before an exec, the SIGPROFs pending on the exec'ing thread and the
+ * process are taken off (pprt__sigprof_exec_prepare): pending signals
+ * survive exec, and the new image has SIGPROF's default action, which
+ * ends it.
+ *
+ * Callers: core/cpu.c (install, restore, forward, exec, fork), the preload
  * library's sigaction interposers. */
 #ifndef PPRT_CORE_SIGPROF_H
 #define PPRT_CORE_SIGPROF_H
@@ -54,6 +58,25 @@ void pprt__sigprof_forward(int sig, siginfo_t *info, void *ucontext);
  * returns. AS-safe when real is. */
 int pprt__sigprof_sigaction(pprt__sigaction_fn real, int sig, const struct sigaction *act,
                             struct sigaction *old);
+
+/* Before an exec by the calling thread: blocks SIGPROF, calls stop(ctx),
+ * which stops what could signal the thread during the exec (its own
+ * sampling source, the process timer) and returns 0 when there is nothing
+ * of pprt's to do (then so does this); then takes the pending SIGPROFs off
+ * the thread's and the process's pending sets. own(info, ctx) says whether
+ * one is a tick of pprt's, which is dropped; any other is sent to the
+ * thread again and meets the mask the thread had, as if it had just
+ * arrived: delivered to pprt's handler, which forwards it to the program's
+ * action (or holds it, core/sigmask.c), or left pending where the thread
+ * blocks SIGPROF. Where the program's action is SIG_IGN, SIG_IGN is
+ * installed instead, which discards them all and which the new image
+ * inherits, as it would without pprt. Not AS-safe. */
+void pprt__sigprof_exec_prepare(int (*stop)(void *ctx),
+                                int (*own)(const siginfo_t *info, void *ctx), void *ctx);
+
+/* After an exec that failed: pprt's handler again if prepare took it away
+ * and running says the profile still runs. Not AS-safe. */
+void pprt__sigprof_exec_failed(int running);
 
 /* In a forked child, which has no profile: the program's action back (as
  * pprt__sigprof_restore), and the lock free whatever another thread of the

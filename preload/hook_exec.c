@@ -1,16 +1,20 @@
 /* The exec family, for ELF systems: a profiled process that execs must not
- * hand its process timer (setitimer survives exec) to the new image, whose
- * SIGPROF action is the default one: the first tick would kill it ("Profiling
- * timer expired"). Each wrapper disarms the timer, execs, and re-arms it if
- * the exec failed. glibc's execl/execvp/... call execve internally, not
- * through its PLT, so each is wrapped itself. The profile of the image that
- * execs is not written (its exit handlers never run); a new image that loads
- * the preload library again starts its own, at the same path. A trace being
- * streamed ends its generation first, so that its file is complete up to the
- * exec. The new image inherits the kernel's signal mask: where the program's
- * mask blocks SIGPROF and pprt had unblocked it (core/sigmask.c), it is
- * blocked again first, and a held SIGPROF is left pending, as the kernel
- * would have kept it. */
+ * hand a SIGPROF to the new image, whose SIGPROF action is the default one:
+ * it would die of it ("Profiling timer expired") before it could install a
+ * handler. The process timer survives exec, and so does a SIGPROF pending
+ * on the exec'ing thread or on the process, such as one from the thread's
+ * own clock that expired while the kernel ran the exec. Each wrapper stops
+ * those sources and takes pending SIGPROFs off first
+ * (pprt__cpu_exec_prepare), execs, and re-arms them if the exec failed.
+ * glibc's execl/execvp/... call execve internally, not through its PLT, so
+ * each is wrapped itself. The profile of the image that execs is not
+ * written (its exit handlers never run); a new image that loads the preload
+ * library again starts its own, at the same path. A trace being streamed
+ * ends its generation first, so that its file is complete up to the exec.
+ * The new image inherits the kernel's signal mask: where the program's mask
+ * blocks SIGPROF and pprt had unblocked it (core/sigmask.c), it is blocked
+ * again first, and a held SIGPROF is left pending, as the kernel would have
+ * kept it. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -29,7 +33,7 @@ typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 
 extern char **environ;
 
-/* Calls libc's `name` through `call` with the timer disarmed. */
+/* Calls libc's `name` through `call` with pprt's sources stopped. */
 #define WRAP_EXEC(type, name, call)                                                               \
   do {                                                                                            \
     type real = (type)dlsym(RTLD_NEXT, name);                                                     \
