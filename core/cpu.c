@@ -462,14 +462,17 @@ static void record(session *s, void *ucontext, uint64_t tid, uint64_t count, uin
 
 /* A signal from a sampling clock: weigh the interval that ended, start the
  * next one at a fresh random length, then take the sample. The re-arm comes
- * first so the unwind's time counts in the next interval. Returns 0 when
- * the clock is not this thread's (a late signal of a clock already closed,
- * or the program's own F_SETSIG use of SIGPROF). */
+ * first so the unwind's time counts in the next interval. Returns 1 when it
+ * took the sample; -1 for a late signal of this thread's clock, closed as
+ * the thread exits (dropped: a program whose SIGPROF handler ends the
+ * process, as GNU sort's does, must not see it); 0 when the clock is not
+ * pprt's (the program's own F_SETSIG use of SIGPROF). */
 static int on_clock(session *s, int fd, void *ucontext) {
   uint64_t tid = pprt__thread_id();
   slot *e = slot_find(s, tid);
   if (e == NULL || atomic_load_explicit(&e->fd, memory_order_relaxed) != fd)
-    return 0;
+    return pprt__thread_self()->clock_fd1 == fd + 1 ? -1 : 0;
+  pprt__thread_self()->clock_fd1 = fd + 1;
   pprt__os_sample_clock c = {fd, 0};
   /* The weight is the thread's CPU time since its last sample, not the
    * period drawn: a period whose signal was lost (merged with a SIGPROF
@@ -501,7 +504,7 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
   enum pprt__os_sigprof_source src =
       clock_fd >= 0 ? PPRT__OS_SIGPROF_OTHER : pprt__os_sigprof_source(info, cookie);
   if (clock_fd >= 0 && s && s->source == SOURCE_CLOCK) {
-    if (!on_clock(s, clock_fd, ucontext))
+    if (on_clock(s, clock_fd, ucontext) == 0)
       if (!pprt__thread_defer_signal(sig, info))
         pprt__sigprof_forward(sig, info, ucontext);
   } else if (clock_fd >= 0 && s == NULL) {

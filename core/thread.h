@@ -18,6 +18,7 @@ typedef struct pprt__thread {
   pprt__os_altstack alt;
   int registered;
   int creating_internal; /* inside pprt's own pthread_create (the reader) */
+  int clock_fd1;         /* 1 + the last sampling clock this thread's handler served, or 0 */
   /* core/sigmask.c: written by the thread, read by its signal handler. */
   volatile sig_atomic_t sigprof_lifted; /* the program's mask blocks SIGPROF;
                                            the kernel's does not */
