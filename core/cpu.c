@@ -915,17 +915,15 @@ static int choose_source(session *s, pprt_timer_mode mode) {
        * timers. */
       struct rlimit rl;
       s->clock_budget = 256;
-      if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        s->clock_budget = (size_t)rl.rlim_cur / 4;
-      else if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-        s->clock_budget = SLOTS_CAP;
+      if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        s->clock_budget = rl.rlim_cur == RLIM_INFINITY ? SLOTS_CAP : (size_t)rl.rlim_cur / 4;
       pprt__os_thread_timer tprobe = {0};
       if (pprt__os_thread_timer_start(&tprobe, pprt__thread_id(), 1, 0) == 0) {
         pprt__os_thread_timer_stop(&tprobe);
         s->timers_ok = 1;
       }
     } else if (mode == PPRT_TIMER_PERF) {
-      return rc == -ENOSYS ? -ENOTSUP : rc;
+      return rc; /* the platform already maps "no perf events" to -ENOTSUP */
     } else {
       snprintf(s->fallback, sizeof s->fallback, "perf task clock not used: %s", clock_error(rc));
     }
