@@ -418,6 +418,9 @@ static void check_shares(pprt_timer_mode mode, int hz, enum shape shape, int thr
   double slack = threads * 3.0 / hz + 0.02 * worker_cpu;
   print_message("  workers: %.3f s sampled, %.3f s of CPU measured\n", sampled, worker_cpu);
   assert_true(fabs(sampled - worker_cpu) <= slack);
+  /* None of these threads blocks SIGPROF: one caught inside the handler,
+   * where SIGPROF is blocked, must not be taken for one that does. */
+  assert_int_equal(leaf_samples(p, "pprt_signals_blocked"), 0);
   pprt__profile_decoded_free(p);
   free(m.data);
 }
@@ -495,6 +498,7 @@ static void test_perf_rate_above_tick(void **state) {
                 (long long)n, clock, w.total, (double)n / clock, want,
                 4 * sigma + 0.03 * want);
   assert_true(fabs((double)n - want) <= 4 * sigma + 0.03 * want);
+  assert_int_equal(leaf_samples(p, "pprt_signals_blocked"), 0);
   pprt__profile_decoded_free(p);
   free(m.data);
 }
