@@ -1,0 +1,101 @@
+/* The program preload_exits runs under the preload library: it keeps some
+ * memory (for the heap profile), burns CPU, and ends the way its first
+ * argument says:
+ *   wait        burn until a signal ends it
+ *   handler     its own SIGTERM handler sets a flag; it then exits 7
+ *   segv abort _exit _Exit quick_exit corrupt
+ *               after the CPU seconds of its second argument
+ *               (corrupt: scribbles over the heap and frees a wild pointer)
+ * It prints "ready" on stdout after the CPU seconds of its second argument
+ * (default 1), after a first line with SIGINT, SIGTERM and SIGHUP's actions
+ * as it sees them (dfl, ign or handler). */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t g_flag;
+static void *g_kept[32];
+static volatile double g_sink;
+
+static double cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) static void keep_memory(void) {
+  for (int i = 0; i < 32; i++) {
+    g_kept[i] = malloc(1 << 20);
+    memset(g_kept[i], i, 1 << 20);
+  }
+}
+
+__attribute__((noinline)) static void spin(void) {
+  double x = g_sink;
+  for (int i = 0; i < 200000; i++)
+    x = x * 1.0000001 + 0.5;
+  g_sink = x;
+}
+
+/* Burns CPU until `until` seconds of it (forever if negative) or the flag. */
+__attribute__((noinline)) static void burn(double until) {
+  while (!g_flag && (until < 0 || cpu_s() < until))
+    spin();
+}
+
+static const char *action(int sig) {
+  struct sigaction sa;
+  sigaction(sig, NULL, &sa);
+  return sa.sa_handler == SIG_DFL ? "dfl" : sa.sa_handler == SIG_IGN ? "ign" : "handler";
+}
+
+static void on_term(int sig) {
+  (void)sig;
+  g_flag = 1;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "wait";
+  double ready = argc > 2 ? atof(argv[2]) : 1.0;
+  keep_memory();
+  if (strcmp(mode, "handler") == 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+  }
+  printf("INT=%s TERM=%s HUP=%s\n", action(SIGINT), action(SIGTERM), action(SIGHUP));
+  fflush(stdout);
+  burn(ready);
+  printf("ready\n");
+  fflush(stdout);
+  if (strcmp(mode, "segv") == 0)
+    *(volatile int *)(uintptr_t)8 = 1;
+  if (strcmp(mode, "abort") == 0)
+    abort();
+  if (strcmp(mode, "_exit") == 0)
+    _exit(3);
+  if (strcmp(mode, "_Exit") == 0)
+    _Exit(4);
+  if (strcmp(mode, "quick_exit") == 0)
+    quick_exit(5);
+  if (strcmp(mode, "corrupt") == 0) {
+    char *p = g_kept[3];
+    memset(p - 64, 0xa5, 128); /* the chunk headers around a live block */
+    char *small = malloc(48);
+    memset(small - 32, 0x5a, 256);
+    free(small + 24); /* a wild pointer: glibc aborts */
+    *(volatile int *)(uintptr_t)8 = 1;
+  }
+  burn(-1);
+  if (g_flag) {
+    printf("handler ran\n");
+    fflush(stdout);
+    exit(7);
+  }
+  return 0;
+}
