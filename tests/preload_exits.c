@@ -19,6 +19,12 @@
  *                          exits through exit(), which writes the profiles
  *   preload_exits hup_ign  SIGHUP ignored by the parent stays ignored (and
  *                          the program is told so); SIGTERM then ends it
+ *   preload_exits record_int  `pprt record` on a terminal, ^C typed: the
+ *                          program writes and dies of SIGINT, pprt waits,
+ *                          says how it ended and which ending the profiles
+ *                          saw, and ends by SIGINT itself (a shell's 130)
+ *   preload_exits flush_timeout  PPRT_FLUSH_TIMEOUT=soon: one line saying
+ *                          so, and the default bound
  *   preload_exits corrupt  a wild free on a scribbled heap: the process
  *                          still dies of its signal within the crash bound
  *                          (PPRT_FLUSH_TIMEOUT=1: 1 s) plus slack, with a
@@ -56,6 +62,7 @@ typedef struct run_spec {
   int sig;                /* for BY_KILL */
   int hup_ignored;        /* SIGHUP ignored before exec, as nohup does */
   int core;               /* RLIMIT_CORE raised */
+  int record;             /* run under `pprt record`, not preloaded directly */
   const char *env[4];     /* more variables */
 } run_spec;
 
@@ -64,7 +71,7 @@ typedef struct run_result {
   struct rusage ru;
   double end_s; /* from "ready" to the end */
   char first[128];
-  char out[1024]; /* everything it printed */
+  char out[65536]; /* everything it printed */
 } run_result;
 
 static double now_s(void) {
@@ -157,10 +164,17 @@ static void run_victim(const run_spec *spec, const char *dir, int preloaded, run
         tcsetattr(fd, TCSANOW, &t);
       }
       dup2(fd, 1);
+      dup2(fd, 2);
       close(master);
     } else {
       dup2(fds[1], 1);
+      dup2(fds[1], 2);
       close(fds[0]);
+    }
+    if (preloaded && spec->record) {
+      execl(PPRT_TOOL, PPRT_TOOL, "record", "-o", ".", "--preload", PRELOAD_LIB, "--", VICTIM,
+            spec->mode, ready, (char *)NULL);
+      _exit(127);
     }
     if (preloaded) {
       setenv("LD_PRELOAD", PRELOAD_LIB, 1);
@@ -280,34 +294,34 @@ static void run_case(const char *name, run_spec spec, const char *ending, run_re
 static void test_term(void **state) {
   (void)state;
   run_result r;
-  run_case("term", (run_spec){"wait", 2, BY_KILL, SIGTERM, 0, 0, {0}}, "at SIGTERM", &r);
+  run_case("term", (run_spec){"wait", 2, BY_KILL, SIGTERM, 0, 0, 0, {0}}, "at SIGTERM", &r);
   assert_string_equal(r.first, "INT=dfl TERM=dfl HUP=dfl"); /* pprt's handlers do not show */
 }
 
 static void test_int_pty(void **state) {
   (void)state;
   run_result r;
-  run_case("int_pty", (run_spec){"wait", 2, BY_PTY, 0, 0, 0, {0}}, "at SIGINT", &r);
+  run_case("int_pty", (run_spec){"wait", 2, BY_PTY, 0, 0, 0, 0, {0}}, "at SIGINT", &r);
   assert_true(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGINT);
 }
 
 static void test_hup(void **state) {
   (void)state;
   run_result r;
-  run_case("hup", (run_spec){"wait", 2, BY_KILL, SIGHUP, 0, 0, {0}}, "at SIGHUP", &r);
+  run_case("hup", (run_spec){"wait", 2, BY_KILL, SIGHUP, 0, 0, 0, {0}}, "at SIGHUP", &r);
 }
 
 static void test_segv(void **state) {
   (void)state;
   run_result r;
-  run_case("segv", (run_spec){"segv", 2, BY_NONE, 0, 0, 0, {0}}, "at a crash (SIGSEGV)", &r);
+  run_case("segv", (run_spec){"segv", 2, BY_NONE, 0, 0, 0, 0, {0}}, "at a crash (SIGSEGV)", &r);
   assert_true(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGSEGV);
 }
 
 static void test_abort(void **state) {
   (void)state;
   run_result r;
-  run_case("abort", (run_spec){"abort", 2, BY_NONE, 0, 0, 0, {0}}, "at a crash (SIGABRT", &r);
+  run_case("abort", (run_spec){"abort", 2, BY_NONE, 0, 0, 0, 0, {0}}, "at a crash (SIGABRT", &r);
   assert_true(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT);
 }
 
@@ -317,7 +331,7 @@ static void test_exit(void **state) {
   static const int codes[] = {3, 4, 5};
   for (size_t i = 0; i < 3; i++) {
     run_result r;
-    run_case(modes[i], (run_spec){modes[i], 1.5, BY_NONE, 0, 0, 0, {0}}, "at _exit", &r);
+    run_case(modes[i], (run_spec){modes[i], 1.5, BY_NONE, 0, 0, 0, 0, {0}}, "at _exit", &r);
     assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == codes[i]);
   }
 }
@@ -326,7 +340,7 @@ static void test_kill9(void **state) {
   (void)state;
   run_result r;
   run_case("kill9",
-           (run_spec){"wait", 3.5, BY_KILL, SIGKILL, 0, 0, {"PPRT_CHECKPOINT=0.5", NULL}},
+           (run_spec){"wait", 3.5, BY_KILL, SIGKILL, 0, 0, 0, {"PPRT_CHECKPOINT=0.5", NULL}},
            (const char *)-1, &r);
   char path[700];
   snprintf(path, sizeof path, "%s/cpu.pb.gz", g_dir);
@@ -355,7 +369,7 @@ static void test_kill9(void **state) {
 static void test_handler(void **state) {
   (void)state;
   run_result r;
-  run_case("handler", (run_spec){"handler", 2, BY_KILL, SIGTERM, 0, 0, {0}}, NULL, &r);
+  run_case("handler", (run_spec){"handler", 2, BY_KILL, SIGTERM, 0, 0, 0, {0}}, NULL, &r);
   assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 7);
   assert_non_null(strstr(r.out, "handler ran"));
   assert_string_equal(r.first, "INT=dfl TERM=handler HUP=dfl");
@@ -364,9 +378,30 @@ static void test_handler(void **state) {
 static void test_hup_ign(void **state) {
   (void)state;
   run_result r;
-  run_case("hup_ign", (run_spec){"wait", 2, BY_KILL, SIGHUP, 1, 0, {0}}, "at SIGTERM", &r);
+  run_case("hup_ign", (run_spec){"wait", 2, BY_KILL, SIGHUP, 1, 0, 0, {0}}, "at SIGTERM", &r);
   assert_string_equal(r.first, "INT=dfl TERM=dfl HUP=ign");
   assert_true(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGTERM);
+}
+
+static void test_record_int(void **state) {
+  (void)state;
+  run_result r;
+  run_spec spec = {"wait", 2, BY_PTY, 0, 0, 0, 1, {0}};
+  run_case("record_int", spec, "at SIGINT", &r);
+  assert_true(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGINT);
+  if (!strstr(r.out, "killed by SIGINT") ||
+      !strstr(r.out, "ending seen: profiles written at SIGINT"))
+    fail_msg("pprt record's summary does not say how the program ended:\n%s", r.out);
+}
+
+static void test_flush_timeout(void **state) {
+  (void)state;
+  run_result r;
+  run_case("flush_timeout",
+           (run_spec){"wait", 1, BY_KILL, SIGTERM, 0, 0, 0, {"PPRT_FLUSH_TIMEOUT=soon", NULL}},
+           "at SIGTERM", &r);
+  if (!strstr(r.out, "pprt: PPRT_FLUSH_TIMEOUT=soon is not a number of seconds (0-3600); using 5"))
+    fail_msg("no one-line error for PPRT_FLUSH_TIMEOUT=soon; the program printed:\n%s", r.out);
 }
 
 static void test_corrupt(void **state) {
@@ -375,7 +410,7 @@ static void test_corrupt(void **state) {
   /* The profiles are best effort here: the flusher meets the scribbled
    * heap; only the ending is asserted. */
   run_case("corrupt",
-           (run_spec){"corrupt", 1, BY_NONE, 0, 0, 1, {"PPRT_FLUSH_TIMEOUT=1", NULL}},
+           (run_spec){"corrupt", 1, BY_NONE, 0, 0, 1, 0, {"PPRT_FLUSH_TIMEOUT=1", NULL}},
            (const char *)-1, &r);
   assert_true(WIFSIGNALED(r.status));
   printf("corrupt: died %.3f s after \"ready\"%s\n", r.end_s,
@@ -397,6 +432,7 @@ int main(int argc, char **argv) {
   } cases[] = {{"term", test_term},   {"int_pty", test_int_pty}, {"hup", test_hup},
                {"segv", test_segv},   {"abort", test_abort},     {"exit", test_exit},
                {"kill9", test_kill9}, {"handler", test_handler}, {"hup_ign", test_hup_ign},
+               {"record_int", test_record_int}, {"flush_timeout", test_flush_timeout},
                {"corrupt", test_corrupt}};
   const char *which = argc > 1 ? argv[1] : "";
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
@@ -404,7 +440,8 @@ int main(int argc, char **argv) {
       const struct CMUnitTest t[] = {{cases[i].name, cases[i].fn, NULL, NULL, NULL}};
       return cmocka_run_group_tests(t, NULL, NULL);
     }
-  fprintf(stderr, "usage: %s term|int_pty|hup|segv|abort|exit|kill9|handler|hup_ign|corrupt\n",
+  fprintf(stderr, "usage: %s term|int_pty|hup|segv|abort|exit|kill9|handler|hup_ign|record_int|"
+                  "flush_timeout|corrupt\n",
           argv[0]);
   return 2;
 }
