@@ -33,7 +33,8 @@
  * inherited handler re-raises at once and its _exit goes straight on.
  *
  * Bounds: PPRT_FLUSH_TIMEOUT seconds for termination signals and _exit
- * (default 5), and the smaller of that and 2 s for crashes. */
+ * (default 5), and the smaller of that and 2 s for crashes; 0 turns the
+ * writing at these endings off. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -139,7 +140,7 @@ static void wait_done(int ms) {
 /* Hands the ending to the flusher (the first one only) and waits for it.
  * 0 when there is nothing of this process's to write. */
 static int hand_off(int code, int ms) {
-  if (g_req[1] < 0 || getpid() != g_owner)
+  if (g_req[1] < 0 || getpid() != g_owner || ms == 0)
     return 0;
   int expected = 0;
   if (atomic_compare_exchange_strong(&g_ending, &expected, code)) {
