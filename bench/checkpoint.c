@@ -66,11 +66,11 @@ static void end(void *ctx, int rc) {
 static volatile double g_sink;
 
 #define LEAF(name, k)                                                                              \
-  __attribute__((noinline)) static void name(void) {                                              \
-    double x = g_sink;                                                                            \
-    for (int i = 0; i < 2000; i++)                                                                \
-      x = x * 1.0000001 + k;                                                                      \
-    g_sink = x;                                                                                   \
+  __attribute__((noinline)) static void name(void) {                                               \
+    double x = g_sink;                                                                             \
+    for (int i = 0; i < 2000; i++)                                                                 \
+      x = x * 1.0000001 + k;                                                                       \
+    g_sink = x;                                                                                    \
   }
 LEAF(leaf_a, 0.1)
 LEAF(leaf_b, 0.2)
@@ -146,10 +146,11 @@ static int real_path(const char *dir) {
 
 static int large(const char *dir) {
   /* Real code: pprt's own functions and libc's, with small offsets. */
-  const uintptr_t bases[] = {(uintptr_t)&level,  (uintptr_t)&leaf_a,  (uintptr_t)&real_path,
-                             (uintptr_t)&printf, (uintptr_t)&malloc,  (uintptr_t)&qsort,
-                             (uintptr_t)&strtod, (uintptr_t)&snprintf, (uintptr_t)&fopen,
-                             (uintptr_t)&pprt__profile_write};
+  const uintptr_t bases[] = {(uintptr_t)&level,     (uintptr_t)&leaf_a,
+                             (uintptr_t)&real_path, (uintptr_t)&printf,
+                             (uintptr_t)&malloc,    (uintptr_t)&qsort,
+                             (uintptr_t)&strtod,    (uintptr_t)&snprintf,
+                             (uintptr_t)&fopen,     (uintptr_t)&pprt__profile_write};
   const size_t nbases = sizeof bases / sizeof *bases;
   static const pprt__value_type types[2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
   pprt__profile *p;

@@ -165,7 +165,8 @@ static atomic_int g_inflight;  /* handlers running right now */
 static _Atomic uintptr_t g_cookie;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 static atomic_int g_threads_hooked; /* every thread registers as it starts */
-static pprt__cpu_checkpoint g_checkpoint; /* under g_control */
+/* Checkpoints for the next session (under g_control). */
+static pprt__cpu_checkpoint g_checkpoint;
 
 void pprt__cpu_set_checkpoint(const pprt__cpu_checkpoint *c) {
   pthread_mutex_lock(&g_control);

@@ -17,7 +17,8 @@ static void my__Exit(int status) {
   _Exit(status);
 }
 
-#define INTERPOSE(mine, theirs) {(const void *)(mine), (const void *)(theirs)}
+#define INTERPOSE(mine, theirs)                                                                    \
+  { (const void *)(mine), (const void *)(theirs) }
 __attribute__((used, section("__DATA,__interpose"))) static const struct {
   const void *replacement;
   const void *original;

@@ -62,13 +62,13 @@
 static const int kTermination[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 static const int kCrash[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 
-static pprt__sigaction_fn g_real; /* libc's sigaction */
-static pid_t g_owner;             /* the process whose outputs these are */
-static int g_req[2] = {-1, -1};   /* endings -> flusher */
-static int g_done[2] = {-1, -1};  /* flusher -> endings: readable once written */
-static atomic_int g_ours[MAXSIG]; /* pprt's handler stands for SIG_DFL */
+static pprt__sigaction_fn g_real;        /* libc's sigaction */
+static pid_t g_owner;                    /* the process whose outputs these are */
+static int g_req[2] = {-1, -1};          /* endings -> flusher */
+static int g_done[2] = {-1, -1};         /* flusher -> endings: readable once written */
+static atomic_int g_ours[MAXSIG];        /* pprt's handler stands for SIG_DFL */
 static struct sigaction g_found[MAXSIG]; /* the default action as found */
-static atomic_int g_ending;               /* the first ending that handed off */
+static atomic_int g_ending;              /* the first ending that handed off */
 static int g_term_ms = DEFAULT_TIMEOUT_MS, g_crash_ms = CRASH_TIMEOUT_MS;
 static int g_checkpoint_ms = -1; /* heap checkpoints: -1 none */
 static __thread int t_flusher __attribute__((tls_model("initial-exec")));
@@ -263,9 +263,8 @@ static void read_timeout(void) {
   errno = 0;
   double s = strtod(v, &end);
   if (errno || end == v || *end != '\0' || !(s >= 0 && s <= 3600)) {
-    fprintf(stderr,
-            "pprt: PPRT_FLUSH_TIMEOUT=%s is not a number of seconds (0-3600); using %d\n", v,
-            DEFAULT_TIMEOUT_MS / 1000);
+    fprintf(stderr, "pprt: PPRT_FLUSH_TIMEOUT=%s is not a number of seconds (0-3600); using %d\n",
+            v, DEFAULT_TIMEOUT_MS / 1000);
     return;
   }
   g_term_ms = (int)(s * 1000);

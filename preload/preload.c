@@ -60,9 +60,10 @@ static atomic_int profiling; /* threads should register with the CPU profiler */
 static atomic_int tracing;   /* threads should record their start */
 static int cpu_fd = -1, heap_fd = -1, trace_fd = -1;
 static char cpu_path[PATH_MAX], heap_path[PATH_MAX], trace_path[PATH_MAX];
-static int checkpoint_ms; /* PPRT_CHECKPOINT; 0: none */
-static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER; /* heap_fd and its writes */
+static int checkpoint_ms;     /* PPRT_CHECKPOINT; 0: none */
 static atomic_int stop_state; /* 0 running, 1 writing, 2 written */
+/* Guards heap_fd and the heap profile's writes (checkpoints, the last). */
+static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A child forked while the parent wrote: the writer is not in the child. */
 static void stop_forked(void) {

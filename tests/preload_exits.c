@@ -57,13 +57,13 @@ enum how { BY_NONE, BY_KILL, BY_PTY };
 
 typedef struct run_spec {
   const char *mode;
-  double ready;           /* CPU seconds before "ready" */
-  enum how how;           /* what ends it after "ready" */
-  int sig;                /* for BY_KILL */
-  int hup_ignored;        /* SIGHUP ignored before exec, as nohup does */
-  int core;               /* RLIMIT_CORE raised */
-  int record;             /* run under `pprt record`, not preloaded directly */
-  const char *env[4];     /* more variables */
+  double ready;       /* CPU seconds before "ready" */
+  enum how how;       /* what ends it after "ready" */
+  int sig;            /* for BY_KILL */
+  int hup_ignored;    /* SIGHUP ignored before exec, as nohup does */
+  int core;           /* RLIMIT_CORE raised */
+  int record;         /* run under `pprt record`, not preloaded directly */
+  const char *env[4]; /* more variables */
 } run_spec;
 
 typedef struct run_result {
@@ -409,8 +409,7 @@ static void test_corrupt(void **state) {
   run_result r;
   /* The profiles are best effort here: the flusher meets the scribbled
    * heap; only the ending is asserted. */
-  run_case("corrupt",
-           (run_spec){"corrupt", 1, BY_NONE, 0, 0, 1, 0, {"PPRT_FLUSH_TIMEOUT=1", NULL}},
+  run_case("corrupt", (run_spec){"corrupt", 1, BY_NONE, 0, 0, 1, 0, {"PPRT_FLUSH_TIMEOUT=1", NULL}},
            (const char *)-1, &r);
   assert_true(WIFSIGNALED(r.status));
   printf("corrupt: died %.3f s after \"ready\"%s\n", r.end_s,
@@ -429,10 +428,17 @@ int main(int argc, char **argv) {
   static const struct {
     const char *name;
     CMUnitTestFunction fn;
-  } cases[] = {{"term", test_term},   {"int_pty", test_int_pty}, {"hup", test_hup},
-               {"segv", test_segv},   {"abort", test_abort},     {"exit", test_exit},
-               {"kill9", test_kill9}, {"handler", test_handler}, {"hup_ign", test_hup_ign},
-               {"record_int", test_record_int}, {"flush_timeout", test_flush_timeout},
+  } cases[] = {{"term", test_term},
+               {"int_pty", test_int_pty},
+               {"hup", test_hup},
+               {"segv", test_segv},
+               {"abort", test_abort},
+               {"exit", test_exit},
+               {"kill9", test_kill9},
+               {"handler", test_handler},
+               {"hup_ign", test_hup_ign},
+               {"record_int", test_record_int},
+               {"flush_timeout", test_flush_timeout},
                {"corrupt", test_corrupt}};
   const char *which = argc > 1 ? argv[1] : "";
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
@@ -440,8 +446,9 @@ int main(int argc, char **argv) {
       const struct CMUnitTest t[] = {{cases[i].name, cases[i].fn, NULL, NULL, NULL}};
       return cmocka_run_group_tests(t, NULL, NULL);
     }
-  fprintf(stderr, "usage: %s term|int_pty|hup|segv|abort|exit|kill9|handler|hup_ign|record_int|"
-                  "flush_timeout|corrupt\n",
+  fprintf(stderr,
+          "usage: %s term|int_pty|hup|segv|abort|exit|kill9|handler|hup_ign|record_int|"
+          "flush_timeout|corrupt\n",
           argv[0]);
   return 2;
 }
