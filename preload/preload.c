@@ -65,8 +65,11 @@ static atomic_int stop_state; /* 0 running, 1 writing, 2 written */
 /* Guards heap_fd and the heap profile's writes (checkpoints, the last). */
 static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* A child forked while the parent wrote: the writer is not in the child. */
+/* In a forked child: a writer of the parent's (its last write, a
+ * checkpoint of pprt's thread) is not in the child, and its lock is free. */
 static void stop_forked(void) {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  heap_lock = fresh;
   atomic_store(&stop_state, 0);
 }
 
@@ -331,7 +334,7 @@ void pprt__preload_stop(void) {
   if (cpu_fd >= 0) {
     atomic_store(&profiling, 0);
     int rc = pprt_cpu_stop();
-    if (checkpoint_ms > 0)
+    if (checkpoint_ms > 0 && rc != -EPIPE) /* -EPIPE: as below; path.tmp is not its own */
       rewrite_end(&cpu_rewrite, rc);
     /* -EPIPE: a forked child, whose session was dropped: not its profile. */
     if (rc != 0 && rc != -EPIPE)
