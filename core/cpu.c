@@ -789,8 +789,15 @@ static void write_checkpoint(session *s, uint64_t now) {
   s->checkpoint.end(s->checkpoint.ctx, rc);
 }
 
+static __thread int t_reader __attribute__((tls_model("initial-exec")));
+
+int pprt__cpu_on_reader(void) {
+  return t_reader;
+}
+
 static void *reader_main(void *arg) {
   session *s = arg;
+  t_reader = 1;
   pprt__heap_ignore_thread(); /* the profile builder's memory is pprt's */
   atomic_store(&s->reader_tid, pprt__os_thread_id());
   pprt__ring_record rec;
@@ -908,10 +915,16 @@ static int check_options(const pprt_cpu_options *o, pprt_cpu_options *out) {
 }
 
 /* Starts the reader with every signal blocked: it must never run the
- * handler (it would record itself) nor take the program's signals. */
+ * handler (it would record itself) nor take the program's signals. A
+ * fault of its own is left deliverable, so that a crash handler (the
+ * preload library's) sees it rather than the kernel ending the process
+ * under it. */
 static int start_reader(session *s) {
   sigset_t all, old;
   sigfillset(&all);
+  static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+  for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+    sigdelset(&all, faults[i]);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   /* The preload library's pthread_create hook sees this flag and does not
    * register the thread: registration would wait for g_control, which we

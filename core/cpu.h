@@ -26,6 +26,9 @@ void pprt__cpu_thread_exiting(uint64_t tid);
 void pprt__cpu_exec_prepare(void);
 void pprt__cpu_exec_failed(void);
 
+/* 1 on the CPU profiler's reader thread, else 0. AS-safe. */
+int pprt__cpu_on_reader(void);
+
 /* 1 while a CPU profile runs (from start until stop detaches it), else 0.
  * core/sigmask.c keeps SIGPROF deliverable only then. AS-safe. */
 int pprt__cpu_running(void);

@@ -48,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/cpu.h"
 #include "core/heap.h"
 #include "core/profile.h"
 #include "core/sigprof.h"
@@ -176,14 +177,25 @@ static void reraise(int sig, const siginfo_t *info) {
 static void on_ending(int sig, siginfo_t *info, void *ucontext) {
   (void)ucontext;
   int err = errno;
-  if (t_flusher) {
-    /* The flusher crashed (a corrupt heap): the writing is over, and the
-     * thread that handed off ends the process with its own signal. */
-    unsigned char b = 0;
-    ssize_t n = write(g_done[1], &b, 1);
-    (void)n;
-    for (;;)
-      pause();
+  if (t_flusher || pprt__cpu_on_reader()) {
+    /* One of pprt's threads. A fault of its own (a corrupt heap: the C
+     * library's abort, or a bad pointer) while it writes at an ending:
+     * the writing is over, and the thread that handed off ends the process
+     * with its own signal, as it would have ended without pprt. The same
+     * outside an ending (a checkpoint), or a signal sent to the process
+     * that the kernel gave this thread, ends the process now. */
+    int own = info == NULL || info->si_code > 0 || info->si_pid == getpid();
+    if (atomic_load(&g_ending) == 0 || getpid() != g_owner) {
+      reraise(sig, info);
+    } else if (own) {
+      unsigned char b = 0;
+      ssize_t n = write(g_done[1], &b, 1);
+      (void)n;
+      for (;;)
+        pause();
+    }
+    errno = err; /* else: the process is ending already */
+    return;
   }
   hand_off(sig, is_crash(sig) ? g_crash_ms : g_term_ms);
   reraise(sig, info);

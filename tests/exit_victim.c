@@ -84,11 +84,12 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "quick_exit") == 0)
     quick_exit(5);
   if (strcmp(mode, "corrupt") == 0) {
-    char *p = g_kept[3];
-    memset(p - 64, 0xa5, 128); /* the chunk headers around a live block */
-    char *small = malloc(48);
-    memset(small - 32, 0x5a, 256);
-    free(small + 24); /* a wild pointer: glibc aborts */
+    /* Small blocks, inside the heap's own mapping: the scribble itself
+     * cannot fault, whatever the layout. */
+    char *a = malloc(48), *b = malloc(48);
+    memset(a, 0x5a, 48 + 16); /* over b's chunk header */
+    free(a + 24);             /* a wild pointer: glibc aborts */
+    free(b);
     *(volatile int *)(uintptr_t)8 = 1;
   }
   burn(-1);
