@@ -6,6 +6,9 @@
  *   segv abort _exit _Exit quick_exit corrupt
  *               after the CPU seconds of its second argument
  *               (corrupt: scribbles over the heap and frees a wild pointer)
+ *   fork        forks a child that calls _exit(9) and one that raises
+ *               SIGTERM, prints how each ended and in how many ms, and
+ *               returns 0
  * It prints "ready" on stdout after the CPU seconds of its second argument
  * (default 1), after a first line with SIGINT, SIGTERM and SIGHUP's actions
  * as it sees them (dfl, ign or handler). */
@@ -15,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t g_flag;
@@ -91,6 +95,27 @@ int main(int argc, char **argv) {
     free(a + 24);             /* a wild pointer: glibc aborts */
     free(b);
     *(volatile int *)(uintptr_t)8 = 1;
+  }
+  if (strcmp(mode, "fork") == 0) {
+    for (int i = 0; i < 2; i++) {
+      struct timespec t0, t1;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      pid_t pid = fork();
+      if (pid == 0) {
+        if (i == 0)
+          _exit(9);
+        raise(SIGTERM);
+        _exit(99);
+      }
+      int st = 0;
+      waitpid(pid, &st, 0);
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+      printf("child %s %d in %.0f ms\n", WIFSIGNALED(st) ? "signal" : "exit",
+             WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), ms);
+    }
+    fflush(stdout);
+    return 0;
   }
   burn(-1);
   if (g_flag) {

@@ -23,6 +23,10 @@
  *                          program writes and dies of SIGINT, pprt waits,
  *                          says how it ended and which ending the profiles
  *                          saw, and ends by SIGINT itself (a shell's 130)
+ *   preload_exits fork     forked children without a session: one's _exit
+ *                          and the other's SIGTERM end them at once (well
+ *                          under the 5 s bound) with their own status, and
+ *                          the parent's profiles are written by its exit
  *   preload_exits flush_timeout  PPRT_FLUSH_TIMEOUT=soon: one line saying
  *                          so, and the default bound
  *   preload_exits corrupt  a wild free on a scribbled heap: the process
@@ -404,6 +408,22 @@ static void test_flush_timeout(void **state) {
     fail_msg("no one-line error for PPRT_FLUSH_TIMEOUT=soon; the program printed:\n%s", r.out);
 }
 
+static void test_fork(void **state) {
+  (void)state;
+  run_result r;
+  run_case("fork", (run_spec){"fork", 1, BY_NONE, 0, 0, 0, 0, {0}}, NULL, &r);
+  assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+  double ms1 = 1e9, ms2 = 1e9;
+  const char *c1 = strstr(r.out, "child exit 9 in "), *c2 = strstr(r.out, "child signal 15 in ");
+  if (c1)
+    ms1 = atof(c1 + strlen("child exit 9 in "));
+  if (c2)
+    ms2 = atof(c2 + strlen("child signal 15 in "));
+  printf("fork: children ended in %.0f ms (_exit) and %.0f ms (SIGTERM)\n", ms1, ms2);
+  if (ms1 > 3000 || ms2 > 3000)
+    fail_msg("forked children did not end at once:\n%s", r.out);
+}
+
 static void test_corrupt(void **state) {
   (void)state;
   run_result r;
@@ -439,6 +459,7 @@ int main(int argc, char **argv) {
                {"hup_ign", test_hup_ign},
                {"record_int", test_record_int},
                {"flush_timeout", test_flush_timeout},
+               {"fork", test_fork},
                {"corrupt", test_corrupt}};
   const char *which = argc > 1 ? argv[1] : "";
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
@@ -448,7 +469,7 @@ int main(int argc, char **argv) {
     }
   fprintf(stderr,
           "usage: %s term|int_pty|hup|segv|abort|exit|kill9|handler|hup_ign|record_int|"
-          "flush_timeout|corrupt\n",
+          "flush_timeout|fork|corrupt\n",
           argv[0]);
   return 2;
 }
