@@ -468,8 +468,8 @@ static const char *signal_name(int sig) {
 }
 
 /* Whether the program wrote path. The preload library creates its files
- * when it starts and fills them at exit, so an empty one means the exit
- * handlers never ran; it is removed, as it is not a profile. */
+ * when it starts and fills them at its end or at a checkpoint, so an empty
+ * one means neither happened; it is removed, as it is not a profile. */
 static int written(const char *path) {
   struct stat st;
   if (stat(path, &st) != 0)
@@ -495,9 +495,9 @@ static void why_missing(const char *what, int status) {
             what, signal_name(WTERMSIG(status)), WTERMSIG(status));
   else
     fprintf(stderr,
-            "  no %s: the program exited without running exit handlers (_exit, or exec "
-            "without exit), or pprt could not start in it (see any \"pprt:\" line above; a "
-            "static or setuid program cannot be preloaded)\n",
+            "  no %s: the program ended without writing it (an exec that did not return, "
+            "PPRT_FLUSH_TIMEOUT=0), or pprt could not start in it (see any \"pprt:\" line "
+            "above; a static or setuid program cannot be preloaded)\n",
             what);
 }
 
