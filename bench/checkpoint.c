@@ -192,7 +192,8 @@ static int large(const char *dir) {
   printf("large profile: %d stacks of depth %d, symbolized: %.1f ms per checkpoint (max %.1f), "
          "%lld bytes\n",
          STACKS, DEPTH, mean, max, (long long)g_bytes);
-  printf("  at a 10 s interval: %.2f%% of one core; at 1 s: %.1f%%\n", mean / 100, mean / 10);
+  printf("  at pprt record's 5 s interval: %.2f%% of one core; at 1 s: %.1f%%\n", mean / 50,
+         mean / 10);
   return 0;
 }
 
