@@ -49,7 +49,8 @@ static const char usage[] =
     "  --heap-rate BYTES  mean bytes between heap samples (PPRT_HEAP_RATE;\n"
     "                     default 524288)\n"
     "  --timer MODE       auto, perf, per-thread or process (PPRT_CPUPROFILE_TIMER)\n"
-    "  --checkpoint SECONDS  rewrite the profiles so far at this interval, so a\n"
+    "  --checkpoint SECONDS\n"
+    "                     rewrite the profiles so far at this interval, so a\n"
     "                     program killed without warning (kill -9) leaves them as\n"
     "                     of the last one (PPRT_CHECKPOINT; default 5, 0: off)\n"
     "  --preload PATH     the preload library to use (default: next to pprt, or\n"
@@ -66,9 +67,8 @@ static const char usage[] =
     "\n"
     "Exit status: PROGRAM's own; when PROGRAM is killed by a signal, pprt\n"
     "re-raises it, so a shell sees 128+N (or exits 128+N if it cannot).\n"
-    "Otherwise: 2 bad usage,\n"
-    "125 pprt itself failed (no preload library, DIR not writable), 126 PROGRAM\n"
-    "cannot be run, 127 PROGRAM not found.\n";
+    "Otherwise: 2 bad usage, 125 pprt itself failed (no preload library, DIR not\n"
+    "writable), 126 PROGRAM cannot be run, 127 PROGRAM not found.\n";
 
 /* ---- options ---------------------------------------------------------------------- */
 
