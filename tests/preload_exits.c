@@ -14,7 +14,8 @@
  *   preload_exits exit     _exit, _Exit and quick_exit
  *   preload_exits kill9    SIGKILL with PPRT_CHECKPOINT=0.5: the profile on
  *                          disk is valid and holds the samples up to its
- *                          checkpoint, which is at most 1.5 s of CPU old
+ *                          checkpoint, which is at most 2 s of CPU old (0.5 s
+ *                          intervals; slack for a loaded machine)
  *   preload_exits handler  the program's own SIGTERM handler runs and it
  *                          exits through exit(), which writes the profiles
  *   preload_exits hup_ign  SIGHUP ignored by the parent stays ignored (and
@@ -361,7 +362,7 @@ static void test_kill9(void **state) {
          sampled, at, used);
   if (sampled < 0.9 * at)
     fail_msg("the checkpoint holds %.3f s of samples, written at %.3f s of CPU", sampled, at);
-  if (at < used - 1.5)
+  if (at < used - 2.0)
     fail_msg("the last checkpoint was at %.3f s of CPU; the process used %.3f s", at, used);
   pprt__profile_decoded_free(p);
   snprintf(path, sizeof path, "%s/heap.pb.gz", g_dir);
