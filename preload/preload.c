@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,28 +112,40 @@ static int open_output(const char *var, const char *path, char *out, size_t outl
  * that path always holds the last complete version. */
 typedef struct rewrite {
   const char *path;
+  const int *opened; /* path as opened at start: for a path.tmp that cannot be */
+  int regular;       /* path is a regular file, not a link, device or FIFO */
   char tmp[PATH_MAX + 8];
   int fd; /* path.tmp while one is being written, else -1 */
 } rewrite;
 
-static rewrite cpu_rewrite = {cpu_path, "", -1}, heap_rewrite = {heap_path, "", -1};
+static rewrite cpu_rewrite = {cpu_path, &cpu_fd, 0, "", -1},
+               heap_rewrite = {heap_path, &heap_fd, 0, "", -1};
+
+/* Only a regular file is replaced by a rename: /dev/stdout, a FIFO or a
+ * symbolic link must stay what they are, and get the profile written into
+ * them once, at the end. */
+static void rewrite_check(rewrite *r) {
+  struct stat st;
+  r->regular = lstat(r->path, &st) == 0 && S_ISREG(st.st_mode);
+}
 
 static int rewrite_begin(void *ctx, pprt_writer *out);
 
-/* Opens path.tmp on the first write: the CPU profile's final writer. */
+/* Opens path.tmp on the first write: the CPU profile's final writer. Where
+ * path.tmp cannot be created (path is /dev/stdout, or its directory is not
+ * writable), the profile goes to path as opened at start. */
 static int rewrite_write(void *ctx, const void *data, size_t len) {
   rewrite *r = ctx;
-  if (r->fd < 0) {
-    pprt_writer unused;
-    if (rewrite_begin(r, &unused) != 0)
-      return -errno;
-  }
-  pprt_writer w = pprt_writer_fd(r->fd);
+  pprt_writer unused;
+  int fd = r->fd >= 0 || rewrite_begin(r, &unused) == 0 ? r->fd : *r->opened;
+  pprt_writer w = pprt_writer_fd(fd);
   return w.write(w.ctx, data, len);
 }
 
 static int rewrite_begin(void *ctx, pprt_writer *out) {
   rewrite *r = ctx;
+  if (!r->regular)
+    return -1;
   snprintf(r->tmp, sizeof r->tmp, "%s.tmp", r->path);
   r->fd = open(r->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (r->fd < 0)
@@ -220,7 +233,8 @@ static void start_cpu(const char *path) {
   atomic_store(&profiling, 1);
   pprt__cpu_threads_hooked(); /* the pthread_create hook registers every thread */
   pprt_writer out = pprt_writer_fd(cpu_fd);
-  if (checkpoint_ms > 0) {
+  rewrite_check(&cpu_rewrite);
+  if (checkpoint_ms > 0 && cpu_rewrite.regular) {
     /* The file opened above is replaced by the first checkpoint: the last
      * profile goes the same way. */
     pprt__cpu_checkpoint c = {(uint64_t)checkpoint_ms * 1000000u, rewrite_begin, rewrite_end,
@@ -247,8 +261,10 @@ static void start_heap(const char *path) {
     return;
   }
   heap_fd = open_output("PPRT_HEAPPROFILE", path, heap_path, sizeof heap_path, "profiling");
-  if (heap_fd >= 0)
+  if (heap_fd >= 0) {
+    rewrite_check(&heap_rewrite);
     pprt_heap_set_rate((size_t)rate);
+  }
 }
 
 static void start_trace(const char *path) {
@@ -354,9 +370,9 @@ void pprt__preload_stop(void) {
   if (heap_fd >= 0) {
     if (heap_owner == getpid()) {
       pprt_writer out = pprt_writer_fd(heap_fd);
-      int rc = checkpoint_ms > 0 && rewrite_begin(&heap_rewrite, &out) != 0 ? -errno : 0;
-      if (rc == 0)
-        rc = pprt_heap_write(out);
+      if (checkpoint_ms > 0 && rewrite_begin(&heap_rewrite, &out) != 0)
+        out = pprt_writer_fd(heap_fd); /* as rewrite_write does */
+      int rc = pprt_heap_write(out);
       if (checkpoint_ms > 0)
         rewrite_end(&heap_rewrite, rc);
       if (rc != 0)
