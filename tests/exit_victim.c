@@ -2,7 +2,8 @@
  * memory (for the heap profile), burns CPU, and ends the way its first
  * argument says:
  *   wait        burn until a signal ends it
- *   handler     its own SIGTERM handler sets a flag; it then exits 7
+ *   handler     its own SIGTERM handler (installed with signal, which must
+ *               return SIG_DFL) sets a flag; it then exits 7
  *   segv abort _exit _Exit quick_exit corrupt
  *               after the CPU seconds of its second argument
  *               (corrupt: scribbles over the heap and frees a wild pointer)
@@ -66,12 +67,10 @@ int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "wait";
   double ready = argc > 2 ? atof(argv[2]) : 1.0;
   keep_memory();
-  if (strcmp(mode, "handler") == 0) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_term;
-    sigaction(SIGTERM, &sa, NULL);
-  }
+  /* Through signal(), the family the preload library interposes one by
+   * one; the actions are read back with sigaction. */
+  if (strcmp(mode, "handler") == 0 && signal(SIGTERM, on_term) != SIG_DFL)
+    return 98;
   printf("INT=%s TERM=%s HUP=%s\n", action(SIGINT), action(SIGTERM), action(SIGHUP));
   fflush(stdout);
   burn(ready);
