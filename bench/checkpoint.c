@@ -10,7 +10,8 @@
  *      (mappings and comments added, symbolized, gzip'd, path.tmp renamed
  *      over path), five times.
  *
- * Usage: bench/checkpoint [DIR]   (DIR for the files; default /tmp) */
+ * Usage: bench/checkpoint [DIR]   (DIR for the files; default $TMPDIR, or
+ *                                   /tmp) */
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -198,7 +199,9 @@ static int large(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-  const char *dir = argc > 1 ? argv[1] : "/tmp";
+  const char *dir = argc > 1 ? argv[1] : getenv("TMPDIR");
+  if (dir == NULL || *dir == '\0')
+    dir = "/tmp";
   int rc = real_path(dir);
   if (rc == 0)
     rc = large(dir);
