@@ -17,9 +17,10 @@
  *             profile and the end of the trace (the destructor's work),
  *             and between endings rewrites the heap profile at each
  *             checkpoint. A crash may have left the heap corrupt: if the
- *             flusher crashes in turn, its handler tells the waiting thread
- *             the writing is over, and if it hangs on a lock the bound
- *             runs out; either way the crash goes on;
+ *             flusher or the CPU profiler's reader crashes in turn, its
+ *             handler tells the waiting thread the writing is over, and if
+ *             it hangs on a lock the bound runs out; either way the crash
+ *             goes on;
  *   the program's actions  sigaction and the signal family for these
  *             signals come here (pprt__exits_sigaction): while pprt's
  *             handler stands for the default action the program is told
