@@ -16,7 +16,9 @@
  *                   thread's clock and its current interval;
  *   the handler     re-arm the clock, unwind, one ring write, nothing else;
  *   the reader      a thread that drains the ring into the profile builder,
- *                   rescans threads, and at stop lets the profile be written;
+ *                   rescans threads, writes checkpoints of the profile so
+ *                   far when asked to, and at stop lets the profile be
+ *                   written;
  *   blocked threads a thread that blocks SIGPROF gets no sample: the reader
  *                   finds it (its signal mask) and charges its CPU time to
  *                   a synthetic frame, so the totals stay honest.
@@ -151,6 +153,8 @@ typedef struct session {
   blocked_entry *at_start; /* each thread's CPU time when the session started */
   size_t nat_start, at_start_cap;
   uint64_t last_rescan;
+  pprt__cpu_checkpoint checkpoint; /* fixed at start */
+  uint64_t last_checkpoint, checkpoints;
 
   int64_t start_wall;
   uint64_t start_mono;
@@ -164,6 +168,17 @@ static atomic_int g_inflight;  /* handlers running right now */
 static _Atomic uintptr_t g_cookie;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 static atomic_int g_threads_hooked; /* every thread registers as it starts */
+/* Checkpoints for the next session (under g_control). */
+static pprt__cpu_checkpoint g_checkpoint;
+
+void pprt__cpu_set_checkpoint(const pprt__cpu_checkpoint *c) {
+  pthread_mutex_lock(&g_control);
+  if (c)
+    g_checkpoint = *c;
+  else
+    memset(&g_checkpoint, 0, sizeof g_checkpoint);
+  pthread_mutex_unlock(&g_control);
+}
 
 void pprt__cpu_threads_hooked(void) {
   atomic_store(&g_threads_hooked, 1);
@@ -810,8 +825,42 @@ static void take_record(session *s, const pprt__ring_record *rec) {
   }
 }
 
+static double cpu_seconds(void);
+static void add_comments(session *s, double cpu);
+
+/* Writes the profile so far through the checkpoint's writer: the comments
+ * and mappings of a full profile are added for this write only. */
+static void write_checkpoint(session *s, uint64_t now) {
+  pprt_writer out;
+  if (s->checkpoint.begin(s->checkpoint.ctx, &out) != 0)
+    return;
+  pprt__profile_mark mark = pprt__profile_get_mark(s->prof);
+  double cpu = cpu_seconds() - s->start_cpu;
+  pprt__profile_set_time(s->prof, s->start_wall, (int64_t)(now - s->start_mono));
+  add_comments(s, cpu);
+  char c[160];
+  snprintf(c, sizeof c,
+           "checkpoint %llu: the profile so far, at %.3f s of CPU and %.3f s of wall time; "
+           "rewritten every %.3f s",
+           (unsigned long long)++s->checkpoints, cpu, (double)(now - s->start_mono) / 1e9,
+           (double)s->checkpoint.interval_ns / 1e9);
+  pprt__profile_add_comment(s->prof, c);
+  int rc = pprt__profile_add_os_mappings(s->prof);
+  if (rc == 0)
+    rc = pprt__profile_write_os(s->prof, s->symbolize, out);
+  pprt__profile_rewind(s->prof, mark);
+  s->checkpoint.end(s->checkpoint.ctx, rc);
+}
+
+static __thread int t_reader __attribute__((tls_model("initial-exec")));
+
+int pprt__cpu_on_reader(void) {
+  return t_reader;
+}
+
 static void *reader_main(void *arg) {
   session *s = arg;
+  t_reader = 1;
   pprt__heap_ignore_thread(); /* the profile builder's memory is pprt's */
   atomic_store(&s->reader_tid, pprt__os_thread_id());
   pprt__ring_record rec;
@@ -835,6 +884,11 @@ static void *reader_main(void *arg) {
           rescan(s);
         pthread_mutex_unlock(&g_control);
       }
+    }
+    if (s->checkpoint.interval_ns && now - s->last_checkpoint >= s->checkpoint.interval_ns) {
+      write_checkpoint(s, now);
+      /* From the end of the write: a slow write never runs back to back. */
+      s->last_checkpoint = pprt__os_monotonic_ns();
     }
   }
   return NULL;
@@ -924,10 +978,16 @@ static int check_options(const pprt_cpu_options *o, pprt_cpu_options *out) {
 }
 
 /* Starts the reader with every signal blocked: it must never run the
- * handler (it would record itself) nor take the program's signals. */
+ * handler (it would record itself) nor take the program's signals. A
+ * fault of its own is left deliverable, so that a crash handler (the
+ * preload library's) sees it rather than the kernel ending the process
+ * under it. */
 static int start_reader(session *s) {
   sigset_t all, old;
   sigfillset(&all);
+  static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+  for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+    sigdelset(&all, faults[i]);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   /* The preload library's pthread_create hook sees this flag and does not
    * register the thread: registration would wait for g_control, which we
@@ -1066,6 +1126,8 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
   s->period_ns = 1000000000u / (uint64_t)o.hz;
   s->cookie = (uintptr_t)s;
   s->pid = getpid();
+  if (g_checkpoint.interval_ns && g_checkpoint.begin && g_checkpoint.end)
+    s->checkpoint = g_checkpoint;
   static const pprt__value_type types[2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
   rc = pprt__ring_init(&s->ring, RING_WORDS, PPRT__CPU_HDR_WORDS, (uint64_t)o.hz);
   /* The reader wakes at half full or every 100 ms (its read timeout), not
@@ -1105,6 +1167,7 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
   s->start_cpu = cpu_seconds();
   s->last_rescan = s->start_mono;
   s->last_blocked_check = s->start_mono;
+  s->last_checkpoint = s->start_mono;
   atomic_store(&g_session, s);
   pthread_mutex_unlock(&g_control);
 
@@ -1238,6 +1301,12 @@ static int cpu_stop(void) {
   pprt__profile_set_time(s->prof, s->start_wall,
                          (int64_t)(pprt__os_monotonic_ns() - s->start_mono));
   add_comments(s, cpu);
+  const char *ending = pprt__profile_ending();
+  if (ending) {
+    char c[160];
+    snprintf(c, sizeof c, "ending: written %s", ending);
+    pprt__profile_add_comment(s->prof, c);
+  }
   int rc = pprt__profile_add_os_mappings(s->prof);
   if (rc == 0)
     rc = pprt__profile_write_os(s->prof, s->symbolize, s->out);

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "pprt.h"
+
 /* A thread was registered / is exiting: while a session runs with
  * per-thread timers, start / delete its timer now rather than at the next
  * rescan. Not AS-safe. */
@@ -24,6 +26,9 @@ void pprt__cpu_thread_exiting(uint64_t tid);
 void pprt__cpu_exec_prepare(void);
 void pprt__cpu_exec_failed(void);
 
+/* 1 on the CPU profiler's reader thread, else 0. AS-safe. */
+int pprt__cpu_on_reader(void);
+
 /* 1 while a CPU profile runs (from start until stop detaches it), else 0.
  * core/sigmask.c keeps SIGPROF deliverable only then. AS-safe. */
 int pprt__cpu_running(void);
@@ -32,6 +37,21 @@ int pprt__cpu_running(void);
  * pthread_create hook): auto then needs no process timer beside the
  * per-thread sources. Call before pprt_cpu_start. */
 void pprt__cpu_threads_hooked(void);
+
+/* Checkpoints: every interval_ns of wall time the reader writes the
+ * profile so far, so that a process that dies without writing (kill -9)
+ * leaves a complete profile up to the last one. begin(ctx, &out) gives the
+ * writer (nonzero: skip this checkpoint); end(ctx, rc) gets the write's
+ * result, to move a temporary file into place. Both run on the reader
+ * thread. Set before pprt_cpu_start (a copy is taken at start);
+ * interval_ns 0 turns them off. Not AS-safe. */
+typedef struct pprt__cpu_checkpoint {
+  uint64_t interval_ns;
+  int (*begin)(void *ctx, pprt_writer *out);
+  void (*end)(void *ctx, int rc);
+  void *ctx;
+} pprt__cpu_checkpoint;
+void pprt__cpu_set_checkpoint(const pprt__cpu_checkpoint *c);
 
 /* Header words of a CPU sample record in the ring: [tid, count | flags,
  * weight]: count is the number of sampling periods the signal stands for,

@@ -409,6 +409,11 @@ int pprt_heap_write(pprt_writer out) {
   snprintf(comment, sizeof comment, "pprt %s heap profile: one sample per %zu bytes allocated%s",
            pprt_version(), rate, rate == 0 ? " (sampling off)" : "");
   pprt__profile_add_comment(p, comment);
+  const char *ending = pprt__profile_ending();
+  if (ending) {
+    snprintf(comment, sizeof comment, "ending: written %s", ending);
+    pprt__profile_add_comment(p, comment);
+  }
 
   pthread_mutex_lock(&g_lock);
   for (size_t i = 0; i < g_nbuckets && rc == 0; i++) {

@@ -10,6 +10,7 @@
 #include "core/profile.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -166,6 +167,27 @@ int pprt__profile_set_default_type(pprt__profile *p, const char *type) {
       return 0;
     }
   return -EINVAL;
+}
+
+pprt__profile_mark pprt__profile_get_mark(const pprt__profile *p) {
+  return (pprt__profile_mark){p->nmaps, p->ncomments};
+}
+
+void pprt__profile_rewind(pprt__profile *p, pprt__profile_mark m) {
+  if (m.nmaps < p->nmaps)
+    p->nmaps = m.nmaps;
+  if (m.ncomments < p->ncomments)
+    p->ncomments = m.ncomments;
+}
+
+static _Atomic(const char *) g_ending;
+
+void pprt__profile_set_ending(const char *note) {
+  atomic_store(&g_ending, note);
+}
+
+const char *pprt__profile_ending(void) {
+  return atomic_load(&g_ending);
 }
 
 int pprt__profile_add_comment(pprt__profile *p, const char *comment) {

@@ -49,6 +49,22 @@ void pprt__profile_set_time(pprt__profile *p, int64_t time_nanos, int64_t durati
 int pprt__profile_set_default_type(pprt__profile *p, const char *type);
 int pprt__profile_add_comment(pprt__profile *p, const char *comment);
 
+/* A checkpoint writes a profile that is still being built: the mappings and
+ * comments it adds for that one write are dropped again by rewinding to a
+ * mark taken before (the strings stay interned, unused). */
+typedef struct pprt__profile_mark {
+  size_t nmaps, ncomments;
+} pprt__profile_mark;
+pprt__profile_mark pprt__profile_get_mark(const pprt__profile *p);
+void pprt__profile_rewind(pprt__profile *p, pprt__profile_mark m);
+
+/* How the process is ending, when that is not a plain exit ("at SIGTERM",
+ * "at a crash (SIGSEGV)", "at _exit"): set once by the preload library
+ * before it writes its outputs, and added as a comment ("ending: ...") by
+ * the CPU and heap profile writers. NULL: nothing to say. */
+void pprt__profile_set_ending(const char *note);
+const char *pprt__profile_ending(void);
+
 /* How add interprets pcs. */
 enum {
   /* pcs[0] is the exact interrupted instruction (a CPU sample's leaf);

@@ -26,6 +26,13 @@
  *                               (default 524288; 1 = every allocation)
  *   PPRT_TRACE=path             an execution trace from load to exit; with
  *                               PPRT_CPUPROFILE too, the CPU samples are in it
+ *   PPRT_CHECKPOINT=seconds     rewrite the CPU and heap profiles so far at
+ *                               this interval (default 0: only at the end),
+ *                               each time into path.tmp renamed over path, so
+ *                               path always holds a complete profile
+ *   PPRT_FLUSH_TIMEOUT=seconds  how long a signal or _exit waits for the
+ *                               outputs to be written (default 5; exits.c)
+ * Termination signals, crashes and _exit write the outputs too (exits.c).
  * A process started from a profiled one (fork + exec with the same
  * environment) writes to path.<pid>, so it never overwrites the first
  * process's files, as gperftools does.
@@ -37,6 +44,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/cpu.h"
@@ -52,6 +61,18 @@ static atomic_int profiling; /* threads should register with the CPU profiler */
 static atomic_int tracing;   /* threads should record their start */
 static int cpu_fd = -1, heap_fd = -1, trace_fd = -1;
 static char cpu_path[PATH_MAX], heap_path[PATH_MAX], trace_path[PATH_MAX];
+static int checkpoint_ms;     /* PPRT_CHECKPOINT; 0: none */
+static atomic_int stop_state; /* 0 running, 1 writing, 2 written */
+/* Guards heap_fd and the heap profile's writes (checkpoints, the last). */
+static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* In a forked child: a writer of the parent's (its last write, a
+ * checkpoint of pprt's thread) is not in the child, and its lock is free. */
+static void stop_forked(void) {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  heap_lock = fresh;
+  atomic_store(&stop_state, 0);
+}
 
 /* Parses a whole decimal number in [lo, hi]; 0 on success. */
 static int parse_int(const char *s, long lo, long hi, long *out) {
@@ -83,6 +104,82 @@ static int open_output(const char *var, const char *path, char *out, size_t outl
   if (fd < 0)
     fprintf(stderr, "pprt: cannot open %s=%s: %s; not %s\n", var, out, strerror(errno), doing);
   return fd;
+}
+
+/* ---- atomic rewrites (PPRT_CHECKPOINT) ---------------------------------------------- */
+
+/* A file rewritten whole: written to path.tmp, then renamed over path, so
+ * that path always holds the last complete version. */
+typedef struct rewrite {
+  const char *path;
+  const int *opened; /* path as opened at start: for a path.tmp that cannot be */
+  int regular;       /* path is a regular file, not a link, device or FIFO */
+  char tmp[PATH_MAX + 8];
+  int fd; /* path.tmp while one is being written, else -1 */
+} rewrite;
+
+static rewrite cpu_rewrite = {cpu_path, &cpu_fd, 0, "", -1},
+               heap_rewrite = {heap_path, &heap_fd, 0, "", -1};
+
+/* Only a regular file is replaced by a rename: /dev/stdout, a FIFO or a
+ * symbolic link must stay what they are, and get the profile written into
+ * them once, at the end. */
+static void rewrite_check(rewrite *r) {
+  struct stat st;
+  r->regular = lstat(r->path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int rewrite_begin(void *ctx, pprt_writer *out);
+
+/* Opens path.tmp on the first write: the CPU profile's final writer. Where
+ * path.tmp cannot be created (path is /dev/stdout, or its directory is not
+ * writable), the profile goes to path as opened at start. */
+static int rewrite_write(void *ctx, const void *data, size_t len) {
+  rewrite *r = ctx;
+  pprt_writer unused;
+  int fd = r->fd >= 0 || rewrite_begin(r, &unused) == 0 ? r->fd : *r->opened;
+  pprt_writer w = pprt_writer_fd(fd);
+  return w.write(w.ctx, data, len);
+}
+
+static int rewrite_begin(void *ctx, pprt_writer *out) {
+  rewrite *r = ctx;
+  if (!r->regular)
+    return -1;
+  snprintf(r->tmp, sizeof r->tmp, "%s.tmp", r->path);
+  r->fd = open(r->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (r->fd < 0)
+    return -1;
+  *out = (pprt_writer){rewrite_write, r};
+  return 0;
+}
+
+static void rewrite_end(void *ctx, int rc) {
+  rewrite *r = ctx;
+  if (r->fd < 0)
+    return;
+  close(r->fd);
+  r->fd = -1;
+  if (rc != 0 || rename(r->tmp, r->path) != 0)
+    unlink(r->tmp);
+}
+
+/* PPRT_CHECKPOINT in ms: seconds, 0 (none) or 0.05 to 86400. */
+static int checkpoint_setting(void) {
+  const char *v = getenv("PPRT_CHECKPOINT");
+  if (!v || !*v)
+    return 0;
+  char *end;
+  errno = 0;
+  double s = strtod(v, &end);
+  if (errno || end == v || *end != '\0' || !(s == 0 || (s >= 0.05 && s <= 86400))) {
+    fprintf(stderr,
+            "pprt: PPRT_CHECKPOINT=%s is not a number of seconds (0, or 0.05-86400); no "
+            "checkpoints\n",
+            v);
+    return 0;
+  }
+  return (int)(s * 1000);
 }
 
 /* PPRT_SYMBOLIZE: 1 (the default) or 0; -1 after saying why on stderr. */
@@ -135,7 +232,17 @@ static void start_cpu(const char *path) {
     return;
   atomic_store(&profiling, 1);
   pprt__cpu_threads_hooked(); /* the pthread_create hook registers every thread */
-  int rc = pprt_cpu_start(&o, pprt_writer_fd(cpu_fd));
+  pprt_writer out = pprt_writer_fd(cpu_fd);
+  rewrite_check(&cpu_rewrite);
+  if (checkpoint_ms > 0 && cpu_rewrite.regular) {
+    /* The file opened above is replaced by the first checkpoint: the last
+     * profile goes the same way. */
+    pprt__cpu_checkpoint c = {(uint64_t)checkpoint_ms * 1000000u, rewrite_begin, rewrite_end,
+                              &cpu_rewrite};
+    pprt__cpu_set_checkpoint(&c);
+    out = (pprt_writer){rewrite_write, &cpu_rewrite};
+  }
+  int rc = pprt_cpu_start(&o, out);
   if (rc != 0) {
     atomic_store(&profiling, 0);
     fprintf(stderr, "pprt: cannot start the CPU profiler: %s; not profiling\n",
@@ -154,8 +261,10 @@ static void start_heap(const char *path) {
     return;
   }
   heap_fd = open_output("PPRT_HEAPPROFILE", path, heap_path, sizeof heap_path, "profiling");
-  if (heap_fd >= 0)
+  if (heap_fd >= 0) {
+    rewrite_check(&heap_rewrite);
     pprt_heap_set_rate((size_t)rate);
+  }
 }
 
 static void start_trace(const char *path) {
@@ -191,6 +300,8 @@ __attribute__((constructor)) static void preload_start(void) {
   const char *trace = getenv("PPRT_TRACE");
   if ((!cpu || !*cpu) && (!heap || !*heap) && (!trace || !*trace))
     return;
+  checkpoint_ms = checkpoint_setting();
+  pthread_atfork(NULL, NULL, stop_forked);
   /* A setuid program must not write where its caller's environment says. */
   if (getuid() != geteuid() || getgid() != getegid()) {
     fprintf(stderr, "pprt: not profiling a setuid or setgid program\n");
@@ -206,6 +317,8 @@ __attribute__((constructor)) static void preload_start(void) {
     start_trace(trace);
   if (cpu && *cpu)
     start_cpu(cpu);
+  if (cpu_fd >= 0 || heap_fd >= 0 || trace_fd >= 0)
+    pprt__exits_start(heap_fd >= 0 ? checkpoint_ms : 0);
   /* Children that exec with these variables write path.<pid>. */
   if (!getenv("PPRT_OWNER_PID")) {
     char me[32];
@@ -214,12 +327,31 @@ __attribute__((constructor)) static void preload_start(void) {
   }
 }
 
-__attribute__((destructor)) static void preload_stop(void) {
+void pprt__preload_heap_checkpoint(void) {
+  pthread_mutex_lock(&heap_lock);
+  pprt_writer out;
+  if (heap_fd >= 0 && heap_owner == getpid() && rewrite_begin(&heap_rewrite, &out) == 0)
+    rewrite_end(&heap_rewrite, pprt_heap_write(out));
+  pthread_mutex_unlock(&heap_lock);
+}
+
+void pprt__preload_stop(void) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&stop_state, &expected, 1)) {
+    /* Another thread writes (the flusher at a signal, or exit()). */
+    while (atomic_load(&stop_state) != 2) {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    }
+    return;
+  }
   /* The CPU profiler before the trace: its reader hands its last samples to
    * the trace. */
   if (cpu_fd >= 0) {
     atomic_store(&profiling, 0);
     int rc = pprt_cpu_stop();
+    if (checkpoint_ms > 0 && rc != -EPIPE) /* -EPIPE: as below; path.tmp is not its own */
+      rewrite_end(&cpu_rewrite, rc);
     /* -EPIPE: a forked child, whose session was dropped: not its profile. */
     if (rc != 0 && rc != -EPIPE)
       fprintf(stderr, "pprt: writing %s failed: %s\n", cpu_path, pprt_strerror(rc));
@@ -234,15 +366,27 @@ __attribute__((destructor)) static void preload_stop(void) {
     close(trace_fd);
     trace_fd = -1;
   }
+  pthread_mutex_lock(&heap_lock);
   if (heap_fd >= 0) {
     if (heap_owner == getpid()) {
-      int rc = pprt_heap_write(pprt_writer_fd(heap_fd));
+      pprt_writer out = pprt_writer_fd(heap_fd);
+      if (checkpoint_ms > 0 && rewrite_begin(&heap_rewrite, &out) != 0)
+        out = pprt_writer_fd(heap_fd); /* as rewrite_write does */
+      int rc = pprt_heap_write(out);
+      if (checkpoint_ms > 0)
+        rewrite_end(&heap_rewrite, rc);
       if (rc != 0)
         fprintf(stderr, "pprt: writing %s failed: %s\n", heap_path, pprt_strerror(rc));
     }
     close(heap_fd);
     heap_fd = -1;
   }
+  pthread_mutex_unlock(&heap_lock);
+  atomic_store(&stop_state, 2);
+}
+
+__attribute__((destructor)) static void preload_stop(void) {
+  pprt__preload_stop();
 }
 
 /* ---- threads -------------------------------------------------------------------- */

@@ -1,11 +1,13 @@
-/* SIGPROF's action interposers for ELF systems (Linux, FreeBSD): sigaction
- * and the signal family, defined here so that the dynamic linker binds the
- * program's calls ahead of libc's. For SIGPROF each goes through
- * core/sigprof.c, which while a CPU profile runs keeps the program's action
- * as the one pprt forwards to instead of installing it over pprt's handler
- * (GNU sort's cleanup handler would otherwise get every sample, and
- * re-raise it); other signals go straight to libc's function (found with
- * dlsym(RTLD_NEXT)).
+/* SIGPROF's and the ending signals' action interposers for ELF systems
+ * (Linux, FreeBSD): sigaction and the signal family, defined here so that
+ * the dynamic linker binds the program's calls ahead of libc's. For SIGPROF
+ * each goes through core/sigprof.c, which while a CPU profile runs keeps the
+ * program's action as the one pprt forwards to instead of installing it
+ * over pprt's handler (GNU sort's cleanup handler would otherwise get every
+ * sample, and re-raise it); for the termination and crash signals through
+ * exits.c, where pprt's handler stands for the default action until the
+ * program sets its own; other signals go straight to libc's function (found
+ * with dlsym(RTLD_NEXT)).
  *
  * The signal family is interposed one by one because the C library builds
  * it on its internal sigaction, not through the dynamic linker: signal,
@@ -23,6 +25,7 @@
 #include <string.h>
 
 #include "core/sigprof.h"
+#include "preload/preload.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -67,13 +70,18 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
     errno = ENOSYS;
     return -1;
   }
-  return pprt__sigprof_sigaction(real, sig, act, old);
+  return pprt__exits_sigaction(real, sig, act, old);
+}
+
+pprt__sigaction_fn pprt__preload_real_sigaction(void) {
+  RESOLVE(real, pprt__sigaction_fn, sigaction);
+  return real;
 }
 
 /* The signal family for SIGPROF, as the sigaction it stands for; for other
  * signals libc's own function, or that sigaction where libc has none. */
 static handler_fn via_sigaction(signal_fn real, int sig, handler_fn h, int flags) {
-  if (sig != SIGPROF && real != NULL)
+  if (sig != SIGPROF && !pprt__exits_watched(sig) && real != NULL)
     return real(sig, h);
   RESOLVE(act, pprt__sigaction_fn, sigaction);
   if (act == NULL || h == SIG_ERR) {
@@ -87,7 +95,7 @@ static handler_fn via_sigaction(signal_fn real, int sig, handler_fn h, int flags
   sigemptyset(&sa.sa_mask);
   if (!(flags & SA_NODEFER) && sigaddset(&sa.sa_mask, sig) != 0)
     return SIG_ERR; /* EINVAL */
-  if (pprt__sigprof_sigaction(act, sig, &sa, &old) != 0)
+  if (pprt__exits_sigaction(act, sig, &sa, &old) != 0)
     return SIG_ERR;
   return old.sa_handler;
 }

@@ -1,22 +1,28 @@
-/* SIGPROF's action interposers for Darwin: dyld's __interpose section sends
- * every other image's calls to sigaction and signal to these; for SIGPROF
- * they go through core/sigprof.c, which while a CPU profile runs keeps the
- * program's action as the one pprt forwards to instead of installing it
- * over pprt's handler. Our own calls still reach libsystem's. */
+/* SIGPROF's and the ending signals' action interposers for Darwin: dyld's
+ * __interpose section sends every other image's calls to sigaction and
+ * signal to these; for SIGPROF they go through core/sigprof.c, which while
+ * a CPU profile runs keeps the program's action as the one pprt forwards to
+ * instead of installing it over pprt's handler, and for the termination and
+ * crash signals through exits.c. Our own calls still reach libsystem's. */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
 
 #include "core/sigprof.h"
+#include "preload/preload.h"
 
 static int my_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
-  return pprt__sigprof_sigaction(sigaction, sig, act, old);
+  return pprt__exits_sigaction(sigaction, sig, act, old);
+}
+
+pprt__sigaction_fn pprt__preload_real_sigaction(void) {
+  return sigaction;
 }
 
 /* signal for SIGPROF as the sigaction it stands for (BSD semantics:
  * SA_RESTART, the signal blocked in its handler). */
 static void (*my_signal(int sig, void (*h)(int)))(int) {
-  if (sig != SIGPROF)
+  if (sig != SIGPROF && !pprt__exits_watched(sig))
     return signal(sig, h);
   if (h == SIG_ERR) {
     errno = EINVAL;
@@ -28,7 +34,7 @@ static void (*my_signal(int sig, void (*h)(int)))(int) {
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaddset(&sa.sa_mask, sig);
-  if (pprt__sigprof_sigaction(sigaction, sig, &sa, &old) != 0)
+  if (pprt__exits_sigaction(sigaction, sig, &sa, &old) != 0)
     return SIG_ERR;
   return old.sa_handler;
 }

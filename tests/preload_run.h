@@ -21,8 +21,8 @@ extern char **environ;
 
 /* Runs argv with the variables in env added to ours and its stdout in
  * out_path; returns its wait status and fills *ru with its resource use. */
-static int run(char *const argv[], const char *const env[], const char *out_path,
-               struct rusage *ru) {
+__attribute__((unused)) static int run(char *const argv[], const char *const env[],
+                                       const char *out_path, struct rusage *ru) {
   size_t n = 0, k = 0;
   while (environ[n])
     n++;

@@ -2,8 +2,10 @@
  * CPU in victim_burn for a moment (so a profile has samples), then
  *
  *   record_victim exit N    returns N from main (exit handlers run)
- *   record_victim _exit N   calls _exit(N) (exit handlers do not run)
+ *   record_victim _exit N   calls _exit(N) (exit handlers do not run; the
+ *                           preload library's _exit writes)
  *   record_victim term      raises SIGTERM (default action: killed)
+ *   record_victim kill      raises SIGKILL (nothing can write)
  *   record_victim abort     calls abort() (SIGABRT)
  *   record_victim trapterm  catches SIGTERM, raises it, exits 0 from the handler
  *                           through exit(), so the profile is written */
@@ -38,7 +40,7 @@ static void on_term(int sig) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: record_victim exit N | _exit N | term | abort | trapterm\n");
+    fprintf(stderr, "usage: record_victim exit N | _exit N | term | kill | abort | trapterm\n");
     return 2;
   }
   victim_burn(0.3);
@@ -50,6 +52,8 @@ int main(int argc, char **argv) {
     _exit(n);
   if (strcmp(how, "term") == 0)
     raise(SIGTERM);
+  if (strcmp(how, "kill") == 0)
+    raise(SIGKILL);
   if (strcmp(how, "abort") == 0)
     abort();
   if (strcmp(how, "trapterm") == 0) {

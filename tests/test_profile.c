@@ -313,6 +313,38 @@ static void test_symbolization_off(void **state) {
   pprt__profile_free(p);
 }
 
+/* A checkpoint's write adds comments and mappings for that write only: after
+ * a rewind the profile writes as before, and samples added since are in. */
+static void test_checkpoint_rewind(void **state) {
+  (void)state;
+  pprt__profile *p;
+  assert_int_equal(pprt__profile_new(&p, cpu_types, 2, cpu_period, 1), 0);
+  pprt__mapping_info mm = {0x10000, 0x20000, 0, "/bin/x", "ff"};
+  assert_int_equal(pprt__profile_add_mapping(p, &mm), 0);
+  assert_int_equal(pprt__profile_add_comment(p, "kept"), 0);
+  uintptr_t pc = 0x10100;
+  int64_t v[2] = {1, 1};
+  assert_int_equal(pprt__profile_add(p, &pc, 1, PPRT__STACK_LEAF_EXACT, v, NULL, 0), 0);
+  pprt__profile_mark m = pprt__profile_get_mark(p);
+  assert_int_equal(pprt__profile_add_comment(p, "checkpoint 1"), 0);
+  pprt__mapping_info more = {0x30000, 0x40000, 0, "/lib/y.so", NULL};
+  assert_int_equal(pprt__profile_add_mapping(p, &more), 0);
+  Pprt__Profile *prof = write_and_decode(p, NULL, NULL);
+  assert_int_equal(prof->n_comment, 2);
+  assert_int_equal(prof->n_mapping, 2);
+  pprt__profile_decoded_free(prof);
+  pprt__profile_rewind(p, m);
+  pc = 0x10200;
+  assert_int_equal(pprt__profile_add(p, &pc, 1, PPRT__STACK_LEAF_EXACT, v, NULL, 0), 0);
+  prof = write_and_decode(p, NULL, NULL);
+  assert_int_equal(prof->n_comment, 1);
+  assert_string_equal(str(prof, prof->comment[0]), "kept");
+  assert_int_equal(prof->n_mapping, 1);
+  assert_int_equal(prof->n_sample, 2);
+  pprt__profile_decoded_free(prof);
+  pprt__profile_free(p);
+}
+
 static void test_default_type_and_empty_stack(void **state) {
   (void)state;
   pprt__value_type heap[4] = {{"alloc_objects", "count"},
@@ -509,6 +541,7 @@ int main(void) {
       cmocka_unit_test(test_return_addresses_minus_one),
       cmocka_unit_test(test_labels_split_samples),
       cmocka_unit_test(test_symbolization_off),
+      cmocka_unit_test(test_checkpoint_rewind),
       cmocka_unit_test(test_default_type_and_empty_stack),
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_writer_error_is_returned),
