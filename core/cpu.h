@@ -33,6 +33,13 @@ int pprt__cpu_running(void);
  * per-thread sources. Call before pprt_cpu_start. */
 void pprt__cpu_threads_hooked(void);
 
+/* pprt's own threads other than the reader (the HTTP endpoint's), which
+ * block every signal: never given a sampling source, never charged to
+ * PPRT__FRAME_BLOCKED, not registered by pprt_cpu_start when they call it.
+ * At most 8; ignore returns -ENOSPC past that. Not AS-safe. */
+int pprt__cpu_ignore_thread(uint64_t tid);
+void pprt__cpu_unignore_thread(uint64_t tid);
+
 /* Header words of a CPU sample record in the ring: [tid, count | flags,
  * weight]: count is the number of sampling periods the signal stands for,
  * weight the CPU nanoseconds they cover. */

@@ -26,6 +26,13 @@
  *                               (default 524288; 1 = every allocation)
  *   PPRT_TRACE=path             an execution trace from load to exit; with
  *                               PPRT_CPUPROFILE too, the CPU samples are in it
+ *   PPRT_HTTP=addr:port         serve /debug/pprof/ (pprt_http_start) on a
+ *                               numeric address ("[::1]:6060" for IPv6; port
+ *                               0: any free one; the address and port are
+ *                               printed on stderr); the allocation sampler
+ *                               runs (PPRT_HEAP_RATE or its default) so that
+ *                               heap and allocs have data
+ *   PPRT_HTTP_ALLOW_REMOTE=1    allow an address other than loopback
  * A process started from a profiled one (fork + exec with the same
  * environment) writes to path.<pid>, so it never overwrites the first
  * process's files, as gperftools does.
@@ -179,6 +186,83 @@ static void start_trace(const char *path) {
   }
 }
 
+/* Parses PPRT_HTTP's "addr:port" or "[v6addr]:port" into host (NUL-ended)
+ * and port; 0 on success. */
+static int parse_http(const char *v, char *host, size_t hostlen, long *port) {
+  const char *colon = strrchr(v, ':');
+  if (colon == NULL)
+    return -1;
+  const char *h = v;
+  size_t n = (size_t)(colon - v);
+  if (n >= 2 && v[0] == '[' && v[n - 1] == ']') {
+    h++;
+    n -= 2;
+  }
+  if (n == 0 || n >= hostlen)
+    return -1;
+  memcpy(host, h, n);
+  host[n] = '\0';
+  return parse_int(colon + 1, 0, 65535, port);
+}
+
+static int http_on;
+
+static void start_http(const char *v) {
+  char host[64];
+  long port;
+  if (parse_http(v, host, sizeof host, &port) != 0) {
+    fprintf(stderr, "pprt: PPRT_HTTP=%s is not ADDRESS:PORT (e.g. 127.0.0.1:6060); not serving\n",
+            v);
+    return;
+  }
+  const char *remote = getenv("PPRT_HTTP_ALLOW_REMOTE");
+  if (remote && *remote && strcmp(remote, "0") != 0 && strcmp(remote, "1") != 0) {
+    fprintf(stderr, "pprt: PPRT_HTTP_ALLOW_REMOTE=%s is not 0 or 1; not serving\n", remote);
+    return;
+  }
+  const char *rv = getenv("PPRT_HEAP_RATE");
+  long rate = (long)PPRT__HEAP_DEFAULT_RATE;
+  if (rv && *rv && parse_int(rv, 1, LONG_MAX, &rate) != 0) {
+    fprintf(stderr, "pprt: PPRT_HEAP_RATE=%s is not a number of bytes (1 or more); not serving\n",
+            rv);
+    return;
+  }
+  pprt_http_options o;
+  memset(&o, 0, sizeof o);
+  o.size = sizeof o;
+  o.addr = host;
+  o.port = (int)port;
+  o.allow_remote = remote && strcmp(remote, "1") == 0;
+  int bound = 0;
+  o.bound_port = &bound;
+  /* The pthread_create hook registers every thread the program starts
+   * while a profile the endpoint takes runs. */
+  pprt__cpu_threads_hooked();
+  int rc = pprt_http_start(&o);
+  if (rc == -EACCES) {
+    fprintf(stderr,
+            "pprt: PPRT_HTTP=%s is not a loopback address; set PPRT_HTTP_ALLOW_REMOTE=1 to serve "
+            "profiles to other hosts; not serving\n",
+            v);
+    return;
+  }
+  if (rc == -EINVAL) {
+    fprintf(stderr, "pprt: PPRT_HTTP=%s: %s is not a numeric IPv4 or IPv6 address; not serving\n",
+            v, host);
+    return;
+  }
+  if (rc != 0) {
+    fprintf(stderr, "pprt: cannot serve PPRT_HTTP=%s: %s; not serving\n", v, pprt_strerror(rc));
+    return;
+  }
+  http_on = 1;
+  if (pprt_heap_rate() == 0)
+    pprt_heap_set_rate((size_t)rate);
+  int v6 = strchr(host, ':') != NULL;
+  fprintf(stderr, "pprt: serving http://%s%s%s:%d/debug/pprof/\n", v6 ? "[" : "", host,
+          v6 ? "]" : "", bound);
+}
+
 /* A process forked from this one (heap_owner != getpid()) has a copy of the
  * sampler's records but not the parent's file to write them to. */
 static pid_t heap_owner;
@@ -188,8 +272,8 @@ __attribute__((constructor)) static void preload_start(void) {
   pprt__sigmask_init();
   pprt__sigprof_init();
   const char *cpu = getenv("PPRT_CPUPROFILE"), *heap = getenv("PPRT_HEAPPROFILE");
-  const char *trace = getenv("PPRT_TRACE");
-  if ((!cpu || !*cpu) && (!heap || !*heap) && (!trace || !*trace))
+  const char *trace = getenv("PPRT_TRACE"), *http = getenv("PPRT_HTTP");
+  if ((!cpu || !*cpu) && (!heap || !*heap) && (!trace || !*trace) && (!http || !*http))
     return;
   /* A setuid program must not write where its caller's environment says. */
   if (getuid() != geteuid() || getgid() != getegid()) {
@@ -206,6 +290,9 @@ __attribute__((constructor)) static void preload_start(void) {
     start_trace(trace);
   if (cpu && *cpu)
     start_cpu(cpu);
+  /* Only the process that was started with it: a child's port would clash. */
+  if (http && *http && !getenv("PPRT_OWNER_PID"))
+    start_http(http);
   /* Children that exec with these variables write path.<pid>. */
   if (!getenv("PPRT_OWNER_PID")) {
     char me[32];
@@ -215,6 +302,11 @@ __attribute__((constructor)) static void preload_start(void) {
 }
 
 __attribute__((destructor)) static void preload_stop(void) {
+  /* First: a profile it is taking is one the CPU profiler must stop. */
+  if (http_on) {
+    http_on = 0;
+    pprt_http_stop();
+  }
   /* The CPU profiler before the trace: its reader hands its last samples to
    * the trace. */
   if (cpu_fd >= 0) {
