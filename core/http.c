@@ -100,6 +100,16 @@ static int g_cpu_ours, g_trace_ours; /* a CPU profile / trace the endpoint start
 static pthread_t g_worker;
 static pthread_mutex_t g_control = PTHREAD_MUTEX_INITIALIZER; /* start and stop */
 
+static int hexval(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
 static const char *arg(struct MHD_Connection *c, const char *key) {
   return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
 }
@@ -263,6 +273,26 @@ static pprt__mhd_result collect_query(void *cls, enum MHD_ValueKind kind, const 
     w.write(b, "+", 1);
   w.write(b, key, strlen(key));
   return b->len > MAX_POST ? MHD_NO : MHD_YES;
+}
+
+/* Decodes %XX in place as libmicrohttpd's own unescaper does, except that
+ * %00 stays as it is: a NUL would end the path early, and
+ * "/debug/pprof/heap%00" must not be taken for "/debug/pprof/heap". */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s) {
+  (void)cls;
+  (void)c;
+  char *w = s;
+  for (const char *p = s; *p; p++) {
+    int hi, lo;
+    if (p[0] == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0 && (hi | lo) != 0) {
+      *w++ = (char)(hi * 16 + lo);
+      p += 2;
+    } else {
+      *w++ = *p;
+    }
+  }
+  *w = '\0';
+  return (size_t)(w - s);
 }
 
 /* Makes r's reply, or starts a timed request. */
@@ -599,7 +629,8 @@ static int http_start(const pprt_http_options *opts) {
       (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, max_conn,
       MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_LIMIT, MHD_OPTION_NOTIFY_COMPLETED,
-      on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_END);
+      on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_UNESCAPE_CALLBACK, unescape,
+      NULL, MHD_OPTION_END);
   int err = errno;
   own_threads_end(&old);
   if (d == NULL) {
