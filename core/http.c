@@ -19,7 +19,8 @@
  * pprt_signals_blocked (pprt__cpu_ignore_thread), and ignored by the heap
  * sampler. libmicrohttpd's thread is one we do not start ourselves: it is
  * marked at its first connection (the notify-connection callback), before
- * it has served anything.
+ * it has served anything; only the allocations for accepting that first
+ * connection can be sampled as the program's.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
@@ -97,6 +99,7 @@ static request *g_timed;
 static int g_ntimed;
 static int g_stopping;
 static int g_cpu_ours, g_trace_ours; /* a CPU profile / trace the endpoint started runs */
+static atomic_int g_timed_live;       /* timed requests not yet completed */
 static pthread_t g_worker;
 static pthread_mutex_t g_control = PTHREAD_MUTEX_INITIALIZER; /* start and stop */
 
@@ -151,6 +154,7 @@ static void wait_for(request *r, double seconds) {
   r->next = g_timed;
   g_timed = r;
   g_ntimed++;
+  atomic_fetch_add(&g_timed_live, 1);
   pthread_cond_signal(&g_wake);
 }
 
@@ -411,6 +415,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
   request *r = *con_cls;
   if (r == NULL)
     return;
+  if (r->waiting)
+    atomic_fetch_sub(&g_timed_live, 1);
   pprt__http_buf_free(&r->post);
   pprt__http_buf_free(&r->reply.body);
   pprt__heap_mark_free(&r->mark);
@@ -569,6 +575,7 @@ static void atfork_child(void) {
   g_daemon = NULL;
   g_timed = NULL;
   g_ntimed = 0;
+  atomic_store(&g_timed_live, 0);
   g_cpu_ours = g_trace_ours = 0;
   atomic_store(&g_mhd_tid, 0);
   atomic_store(&g_worker_tid, 0);
@@ -659,6 +666,10 @@ static int http_stop(void) {
   pthread_cond_signal(&g_wake);
   pthread_mutex_unlock(&g_lock);
   pthread_join(g_worker, NULL);
+  /* The requests it resumed get their 503 before the connections close
+   * (for up to a second: a client that does not read is not waited for). */
+  for (int i = 0; i < 100 && atomic_load(&g_timed_live) > 0; i++)
+    usleep(10000);
   MHD_stop_daemon(g_daemon);
   g_daemon = NULL;
   pprt__cpu_unignore_thread(atomic_exchange(&g_worker_tid, 0));
