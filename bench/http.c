@@ -39,6 +39,7 @@ static double now_s(void) {
 /* ---- the scrapers ----------------------------------------------------------------------- */
 
 static int g_port, g_clients;
+static double g_deadline; /* no request that would still run then: the workload is exiting */
 static atomic_int g_stop, g_ok, g_busy, g_bad;
 
 static void check(const char *path, http_resp *r) {
@@ -57,7 +58,12 @@ static void check(const char *path, http_resp *r) {
   atomic_fetch_add(&g_ok, 1);
 }
 
-static void get(const char *path) {
+/* Asks for path, which takes `seconds`, unless the workload ends first. */
+static void get(const char *path, double seconds) {
+  if (now_s() + seconds + 0.5 > g_deadline) {
+    usleep(100000);
+    return;
+  }
   http_resp r = http_get(g_port, path, 60);
   check(path, &r);
   http_free(&r);
@@ -66,15 +72,15 @@ static void get(const char *path) {
 static void *scrape_cpu(void *arg) {
   (void)arg;
   while (!atomic_load(&g_stop))
-    get("/debug/pprof/profile?seconds=2");
+    get("/debug/pprof/profile?seconds=2", 2);
   return NULL;
 }
 
 static void *scrape_memory(void *arg) {
   (void)arg;
   while (!atomic_load(&g_stop)) {
-    get("/debug/pprof/allocs?seconds=1");
-    get("/debug/pprof/heap");
+    get("/debug/pprof/allocs?seconds=1", 1);
+    get("/debug/pprof/heap", 0);
   }
   return NULL;
 }
@@ -83,7 +89,7 @@ static void *scrape_load(void *arg) {
   static const char *const paths[] = {"/debug/pprof/heap", "/debug/pprof/profile?seconds=1",
                                       "/debug/pprof/allocs?seconds=1", "/debug/pprof/allocs"};
   for (int i = (int)(intptr_t)arg; !atomic_load(&g_stop); i++)
-    get(paths[i % 4]);
+    get(paths[i % 4], (i % 4 == 1 || i % 4 == 2) ? 1 : 0);
   return NULL;
 }
 
@@ -97,6 +103,7 @@ static double run(int c, double seconds) {
     return -1;
   char secs[32];
   snprintf(secs, sizeof secs, "%g", seconds);
+  g_deadline = now_s() + seconds;
   pid_t pid = fork();
   if (pid == 0) {
     dup2(out[1], 1);
@@ -176,8 +183,9 @@ int main(int argc, char **argv) {
         return 1;
   double med[NCONFIG];
   printf("bench/http: %d round(s) of %.0f s; %s; rounds of work per second, median\n", rounds,
-         seconds, g_clients <= 2 ? "scraper: CPU profiles back to back + allocs?seconds=1 and heap"
-                                 : "scrapers: clients cycling heap, 1 s CPU, allocs deltas");
+         seconds,
+         g_clients <= 2 ? "scraper: CPU profiles back to back + allocs?seconds=1 and heap"
+                        : "scrapers: clients cycling heap, 1 s CPU, allocs deltas");
   for (int c = 0; c < NCONFIG; c++) {
     qsort(rate[c], (size_t)rounds, sizeof rate[c][0], cmp);
     med[c] = rate[c][rounds / 2];

@@ -53,10 +53,10 @@ typedef enum MHD_Result pprt__mhd_result;
 #endif
 
 #define PREFIX "/debug/pprof/"
-#define MAX_SECONDS 3600     /* longest profile or trace one request may ask for */
-#define MAX_POST 65536       /* a symbol request's body */
-#define MAX_TIMED 64         /* requests waiting for their deadline at once */
-#define MEMORY_LIMIT 32768   /* per connection: the request line and headers fit in it */
+#define MAX_SECONDS 3600   /* longest profile or trace one request may ask for */
+#define MAX_POST 65536     /* a symbol request's body */
+#define MAX_TIMED 64       /* requests waiting for their deadline at once */
+#define MEMORY_LIMIT 32768 /* per connection: the request line and headers fit in it */
 
 /* ---- pprt's own threads ------------------------------------------------------------------- */
 
@@ -99,7 +99,7 @@ static request *g_timed;
 static int g_ntimed;
 static int g_stopping;
 static int g_cpu_ours, g_trace_ours; /* a CPU profile / trace the endpoint started runs */
-static atomic_int g_timed_live;       /* timed requests not yet completed */
+static atomic_int g_timed_live;      /* timed requests not yet completed */
 static pthread_t g_worker;
 static pthread_mutex_t g_control = PTHREAD_MUTEX_INITIALIZER; /* start and stop */
 
@@ -161,8 +161,10 @@ static void wait_for(request *r, double seconds) {
 static void route_cpu(request *r) {
   double sec;
   if (seconds_arg(r->conn, 0, 30, &sec) != 0) {
-    pprt__http_error(&r->reply, 400, 1, "Bad Request: seconds must be a whole number of seconds "
-                                        "from 1 to %d", MAX_SECONDS);
+    pprt__http_error(&r->reply, 400, 1,
+                     "Bad Request: seconds must be a whole number of seconds "
+                     "from 1 to %d",
+                     MAX_SECONDS);
     return;
   }
   pthread_mutex_lock(&g_lock);
@@ -196,8 +198,10 @@ static void route_cpu(request *r) {
 static void route_trace(request *r) {
   double sec;
   if (seconds_arg(r->conn, 1, 1, &sec) != 0) {
-    pprt__http_error(&r->reply, 400, 1, "Bad Request: seconds must be a positive number of "
-                                        "seconds up to %d", MAX_SECONDS);
+    pprt__http_error(&r->reply, 400, 1,
+                     "Bad Request: seconds must be a positive number of "
+                     "seconds up to %d",
+                     MAX_SECONDS);
     return;
   }
   const char *f = arg(r->conn, "format");
@@ -214,9 +218,10 @@ static void route_trace(request *r) {
   } else {
     int rc = pprt_trace_start(NULL, pprt__http_buf_writer(&r->reply.body));
     if (rc == -EBUSY) {
-      pprt__http_error(&r->reply, 409, 1,
-                       "Could not enable tracing: this program is already tracing (PPRT_TRACE, "
-                       "pprt_trace_start or a flight recorder); the endpoint does not take it over");
+      pprt__http_error(
+          &r->reply, 409, 1,
+          "Could not enable tracing: this program is already tracing (PPRT_TRACE, "
+          "pprt_trace_start or a flight recorder); the endpoint does not take it over");
     } else if (rc != 0) {
       pprt__http_error(&r->reply, 500, 1, "Could not enable tracing: %s", pprt_strerror(rc));
     } else {
@@ -373,9 +378,8 @@ static pprt__mhd_result send_reply(struct MHD_Connection *c, request *r) {
  * request's state, the next ones take the body, the last routes it; a
  * suspended request is called once more after the worker resumes it. */
 static pprt__mhd_result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                   const char *method, const char *version,
-                                   const char *upload_data, size_t *upload_data_size,
-                                   void **con_cls) {
+                                   const char *method, const char *version, const char *upload_data,
+                                   size_t *upload_data_size, void **con_cls) {
   (void)cls;
   (void)version;
   request *r = *con_cls;
@@ -434,7 +438,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     atomic_store(&g_mhd_tid, mark_own_thread());
 }
 
-/* ---- timed requests (the worker) -------------------------------------------------------------- */
+/* ---- timed requests (the worker) --------------------------------------------------------------
+ */
 
 /* Makes the reply of a timed request whose time is up (or the endpoint is
  * stopping: then what was recorded so far is discarded). */
@@ -448,8 +453,7 @@ static void finish(request *r, int stopping) {
     if (stopping)
       pprt__http_error(&r->reply, 503, 1, "The profiling endpoint is stopping");
     else if (rc != 0)
-      pprt__http_error(&r->reply, 500, 1, "Could not write the CPU profile: %s",
-                       pprt_strerror(rc));
+      pprt__http_error(&r->reply, 500, 1, "Could not write the CPU profile: %s", pprt_strerror(rc));
     else
       pprt__http_attachment(&r->reply, "profile");
     break;
@@ -636,8 +640,8 @@ static int http_start(const pprt_http_options *opts) {
       (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, max_conn,
       MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_LIMIT, MHD_OPTION_NOTIFY_COMPLETED,
-      on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_UNESCAPE_CALLBACK, unescape,
-      NULL, MHD_OPTION_END);
+      on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+      MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
   int err = errno;
   own_threads_end(&old);
   if (d == NULL) {
@@ -647,7 +651,10 @@ static int http_start(const pprt_http_options *opts) {
     pthread_mutex_unlock(&g_lock);
     pthread_join(g_worker, NULL);
     pprt__cpu_unignore_thread(atomic_exchange(&g_worker_tid, 0));
-    return err == EADDRINUSE ? -EADDRINUSE : err == EACCES ? -EACCES : err == ENOMEM ? -ENOMEM : -EIO;
+    return err == EADDRINUSE ? -EADDRINUSE
+           : err == EACCES   ? -EACCES
+           : err == ENOMEM   ? -ENOMEM
+                             : -EIO;
   }
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
   if (o.bound_port)

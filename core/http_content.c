@@ -52,7 +52,8 @@ void pprt__http_buf_free(pprt__http_buf *b) {
   memset(b, 0, sizeof *b);
 }
 
-static void buf_printf(pprt__http_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void buf_printf(pprt__http_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void buf_printf(pprt__http_buf *b, const char *fmt, ...) {
   char small[512];
   va_list ap;
@@ -139,8 +140,7 @@ void pprt__http_index(pprt__http_reply *r) {
                pages[i].name);
   buf_printf(b, "</table>\n<br>\n<p>\nProfile Descriptions:\n<ul>\n");
   for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++)
-    buf_printf(b, "<li><div class=profile-name>%s: </div> %s</li>\n", pages[i].name,
-               pages[i].what);
+    buf_printf(b, "<li><div class=profile-name>%s: </div> %s</li>\n", pages[i].name, pages[i].what);
   buf_printf(b, "</ul>\n</p>\n<p>Served by pprt %s.</p>\n</body>\n</html>\n", pprt_version());
   if (b->err) {
     fail(r, "write the index", b->err);
@@ -248,8 +248,8 @@ static void heap_text(pprt__http_reply *r, const pprt__http_buf *gz, size_t rate
     const Pprt__Sample *s = p->sample[i];
     if (s->n_value < 4)
       continue;
-    buf_printf(b, "%" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64 "] @", s->value[2],
-               s->value[3], s->value[0], s->value[1]);
+    buf_printf(b, "%" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64 "] @", s->value[2], s->value[3],
+               s->value[0], s->value[1]);
     for (size_t k = 0; k < s->n_location_id; k++) {
       const Pprt__Location *l = find_location(p, s->location_id[k]);
       buf_printf(b, " %#" PRIx64, l ? l->address : 0);

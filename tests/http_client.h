@@ -126,7 +126,8 @@ static http_resp http_do(int port, const char *method, const char *path, const c
                    "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\nUser-Agent: pprt-test\r\n%s"
                    "Content-Length: %zu\r\n\r\n",
                    method, path, extra ? extra : "", body ? strlen(body) : (size_t)0);
-  if (http_send_all(fd, head, (size_t)n) == 0 && (!body || http_send_all(fd, body, strlen(body)) == 0))
+  if (http_send_all(fd, head, (size_t)n) == 0 &&
+      (!body || http_send_all(fd, body, strlen(body)) == 0))
     http_read(fd, &r);
   close(fd);
   return r;
