@@ -251,6 +251,11 @@ static void start_http(const char *v) {
             v, host);
     return;
   }
+  if (rc == -ENOTSUP) {
+    fprintf(stderr, "pprt: PPRT_HTTP=%s: this pprt was built without libmicrohttpd; not serving\n",
+            v);
+    return;
+  }
   if (rc != 0) {
     fprintf(stderr, "pprt: cannot serve PPRT_HTTP=%s: %s; not serving\n", v, pprt_strerror(rc));
     return;

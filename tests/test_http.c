@@ -3,7 +3,8 @@
  * tool pprof is the reference one).
  *
  * Usage: test_http MODE [SECONDS]
- *   api      the API in this process: options, -EACCES, -EBUSY, -EPIPE; a
+ *   api      the API in this process: options, -EACCES, -EBUSY, -EPIPE, the
+ *            per-address limit and the idle timeout; a
  *            build without libmicrohttpd returns -ENOTSUP
  *   paths    every path as Alloy and Parca check it: status, content type,
  *            gzip, decodable with the expected sample types; a 2 s delta
@@ -291,6 +292,30 @@ static void test_api(void **state) {
   http_free(&r);
   assert_int_equal(pprt_http_stop(), 0);
   assert_int_equal(pprt_http_stop(), -EPIPE);
+  /* The limits: two connections from one address, idle ones closed after
+   * a second. */
+  o.per_ip_limit = 2;
+  o.timeout_seconds = 1;
+  assert_int_equal(pprt_http_start(&o), 0);
+  int c1 = http_connect(port, 3), c2 = http_connect(port, 3);
+  assert_true(c1 >= 0 && c2 >= 0);
+  usleep(200000);
+  r = http_get(port, "/debug/pprof/cmdline", 3);
+  assert_int_equal(r.status, 0); /* a third: closed at once */
+  http_free(&r);
+  char byte;
+  double t0 = now_s();
+  assert_int_equal(recv(c1, &byte, 1, 0), 0); /* closed by the idle timeout */
+  assert_true(now_s() - t0 < 2.5);
+  close(c1);
+  close(c2);
+  usleep(200000);
+  r = http_get(port, "/debug/pprof/cmdline", 3);
+  assert_int_equal(r.status, 200);
+  http_free(&r);
+  assert_int_equal(pprt_http_stop(), 0);
+  o.per_ip_limit = 0;
+  o.timeout_seconds = 0;
   /* And again, on IPv6 loopback where the system has it. */
   o.addr = "::1";
   int rc = pprt_http_start(&o);
