@@ -17,10 +17,12 @@
  * registration (creating_internal), told to the CPU profiler so that they
  * get no sampling source and their CPU time is not charged to
  * pprt_signals_blocked (pprt__cpu_ignore_thread), and ignored by the heap
- * sampler. libmicrohttpd's thread is one we do not start ourselves: it is
- * marked at its first connection (the notify-connection callback), before
- * it has served anything; only the allocations for accepting that first
- * connection can be sampled as the program's.
+ * sampler. libmicrohttpd's thread is one we do not start ourselves: the
+ * preload library's pthread_create hook, which sees creating_internal,
+ * makes the heap sampler ignore it from its first instruction (without the
+ * preload library malloc is not sampled at all), and it is told to the CPU
+ * profiler at its first connection (the notify-connection callback), before
+ * it has served anything.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -362,10 +362,30 @@ static void *registered_start(void *p) {
   return st.fn(st.arg);
 }
 
+/* A thread pprt starts for itself, or that a library pprt calls starts
+ * for it (libmicrohttpd's, for the HTTP endpoint): not registered, and
+ * its allocations are pprt's from its first one, not the program's. */
+static void *internal_start(void *p) {
+  pprt__heap_ignore_thread();
+  struct start st = *(struct start *)p;
+  free(p);
+  return st.fn(st.arg);
+}
+
 static int create(pprt__pthread_create_fn real_create, pthread_t *thread,
                   const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
-  if ((!atomic_load(&profiling) && !atomic_load(&tracing) && !pprt__cpu_running()) ||
-      pprt__thread_self()->creating_internal)
+  if (pprt__thread_self()->creating_internal) {
+    struct start *st = malloc(sizeof *st);
+    if (st == NULL)
+      return real_create(thread, attr, fn, arg);
+    st->fn = fn;
+    st->arg = arg;
+    int rc = real_create(thread, attr, internal_start, st);
+    if (rc != 0)
+      free(st);
+    return rc;
+  }
+  if (!atomic_load(&profiling) && !atomic_load(&tracing) && !pprt__cpu_running())
     return real_create(thread, attr, fn, arg);
   struct start *st = malloc(sizeof *st);
   if (st == NULL)

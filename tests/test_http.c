@@ -830,7 +830,10 @@ static void test_preload(void **state) {
   }
   close(busy);
   /* Allowed: a remote address serves (on every interface here, so loopback too). */
-  const char *const ok[] = {"PPRT_HTTP=0.0.0.0:0", "PPRT_HTTP_ALLOW_REMOTE=1", NULL};
+  /* Every allocation sampled (PPRT_HEAP_RATE=1), so that one made by the
+   * endpoint's threads would show. */
+  const char *const ok[] = {"PPRT_HTTP=0.0.0.0:0", "PPRT_HTTP_ALLOW_REMOTE=1",
+                            "PPRT_HEAP_RATE=1", NULL};
   pid_t pid = start_victim(ok, "2", err_path);
   for (int i = 0; i < 100; i++) {
     char *e = slurp(err_path);
@@ -848,6 +851,21 @@ static void test_preload(void **state) {
   http_resp r = http_get(rport, "/debug/pprof/heap", 10);
   Pprt__Profile *prof = check_profile(&r, "heap", heap_types, "inuse_space");
   assert_true(has_function(prof, "http_alloc_site")); /* the sampler runs */
+  pprt__profile_decoded_free(prof);
+  http_free(&r);
+  /* Again, after requests enough: none of the endpoint's own allocations
+   * (libmicrohttpd's connections, pprt's replies) is the program's. */
+  r = http_get(rport, "/debug/pprof/heap", 10);
+  prof = check_profile(&r, "heap", heap_types, "inuse_space");
+  for (size_t i = 0; i < prof->n_location; i++) {
+    const Pprt__Location *l = prof->location[i];
+    for (size_t m = 0; m < prof->n_mapping; m++)
+      if (prof->mapping[m]->id == l->mapping_id &&
+          strstr(prof->string_table[prof->mapping[m]->filename], "microhttpd"))
+        fail_msg("a heap sample in libmicrohttpd at %#llx", (unsigned long long)l->address);
+  }
+  assert_false(has_function(prof, "pprt__http_heap"));
+  assert_false(has_function(prof, "MHD_start_daemon"));
   pprt__profile_decoded_free(prof);
   http_free(&r);
   int status;
