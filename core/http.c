@@ -119,12 +119,13 @@ static const char *arg(struct MHD_Connection *c, const char *key) {
   return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
 }
 
-/* seconds=N: 0 and *out = dflt when absent; -1 unless a whole number in
- * [1, MAX_SECONDS] (or, with frac, a positive decimal). */
+/* seconds=N: 0 and *out = dflt when absent or empty (as Go's FormValue
+ * sees "seconds="); -1 unless a whole number in [1, MAX_SECONDS] (or, with
+ * frac, a positive decimal). */
 static int seconds_arg(struct MHD_Connection *c, int frac, double dflt, double *out) {
   const char *v = arg(c, "seconds");
   *out = dflt;
-  if (v == NULL)
+  if (v == NULL || *v == '\0')
     return 0;
   char *end;
   errno = 0;

@@ -344,6 +344,12 @@ static void test_paths(void **state) {
   pprt__profile_decoded_free(p);
   http_free(&r);
 
+  /* "seconds=" is no seconds, as Go's FormValue has it. */
+  r = http_get(s.port, "/debug/pprof/heap?seconds=", 10);
+  p = check_profile(&r, "heap", heap_types, "inuse_space");
+  pprt__profile_decoded_free(p);
+  http_free(&r);
+
   r = http_get(s.port, "/debug/pprof/allocs", 10);
   p = check_profile(&r, "allocs", heap_types, "alloc_space");
   int64_t cumulative = total(p, 1);
