@@ -16,6 +16,11 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+/* macOS has no MSG_NOSIGNAL; the tests ignore SIGPIPE anyway. */
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0
+#endif
+
 typedef struct http_resp {
   int status; /* 0: no response (connection failed or closed early) */
   char type[128];

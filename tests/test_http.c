@@ -838,8 +838,8 @@ static void test_preload(void **state) {
   /* Allowed: a remote address serves (on every interface here, so loopback too). */
   /* Every allocation sampled (PPRT_HEAP_RATE=1), so that one made by the
    * endpoint's threads would show. */
-  const char *const ok[] = {"PPRT_HTTP=0.0.0.0:0", "PPRT_HTTP_ALLOW_REMOTE=1",
-                            "PPRT_HEAP_RATE=1", NULL};
+  const char *const ok[] = {"PPRT_HTTP=0.0.0.0:0", "PPRT_HTTP_ALLOW_REMOTE=1", "PPRT_HEAP_RATE=1",
+                            NULL};
   pid_t pid = start_victim(ok, "2", err_path);
   for (int i = 0; i < 100; i++) {
     char *e = slurp(err_path);
