@@ -8,8 +8,11 @@
  * time (pprt's threads, signal handlers and the server included): on a
  * machine shared with other work the second is the one to read, since a
  * neighbour moves wall-clock rates by several percent but hardly the work
- * a CPU-second buys. Runs go round-robin and each figure is the median over rounds,
- * so a neighbour's burst of load lands on all rows alike.
+ * a CPU-second buys. The last column is the CPU time of threads other
+ * than the workload's one (pprt's reader, the endpoint's threads) per
+ * second of the workload's own; the signal handler's share is inside the
+ * workload's time (bench/cpu measures it). Runs go round-robin and each figure is the median over
+ * rounds, so a neighbour's burst of load lands on all rows alike.
  *
  * With CLIENTS > 2 the scrapers are that many clients, each cycling
  * through heap, profile?seconds=1, allocs?seconds=1 and allocs (the load
@@ -101,7 +104,7 @@ static void *scrape_load(void *arg) {
 
 /* Runs the workload for `seconds` in configuration c; returns its rounds
  * per wall second (and per CPU-second in *cpu_rate), or -1. */
-static double run(int c, double seconds, double *cpu_rate) {
+static double run(int c, double seconds, double *cpu_rate, double *other) {
   int out[2], err[2];
   if (pipe(out) != 0 || pipe(err) != 0)
     return -1;
@@ -163,6 +166,8 @@ static double run(int c, double seconds, double *cpu_rate) {
     return -1;
   }
   *cpu_rate = atof(rc + 9);
+  const char *ro = strstr(buf, "other_cpu ");
+  *other = ro ? atof(ro + 10) : 0;
   return atof(r + 6);
 }
 
@@ -180,23 +185,25 @@ int main(int argc, char **argv) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
-  double rate[NCONFIG][51], cpu[NCONFIG][51];
+  double rate[NCONFIG][51], cpu[NCONFIG][51], other[NCONFIG][51];
   double t0 = now_s();
   for (int r = 0; r < rounds; r++)
     for (int c = 0; c < NCONFIG; c++)
-      if ((rate[c][r] = run(c, seconds, &cpu[c][r])) < 0)
+      if ((rate[c][r] = run(c, seconds, &cpu[c][r], &other[c][r])) < 0)
         return 1;
-  double med[NCONFIG], cmed[NCONFIG];
+  double med[NCONFIG], cmed[NCONFIG], omed[NCONFIG];
   printf("bench/http: %d round(s) of %.0f s; %s; rounds of work, median\n", rounds, seconds,
          g_clients <= 2 ? "scraper: CPU profiles back to back + allocs?seconds=1 and heap"
                         : "scrapers: clients cycling heap, 1 s CPU, allocs deltas");
-  printf("  %-24s %12s %14s\n", "", "per second", "per CPU-second");
+  printf("  %-24s %12s %14s %18s\n", "", "per second", "per CPU-second", "pprt's threads' CPU");
   for (int c = 0; c < NCONFIG; c++) {
     qsort(rate[c], (size_t)rounds, sizeof rate[c][0], cmp);
     qsort(cpu[c], (size_t)rounds, sizeof cpu[c][0], cmp);
+    qsort(other[c], (size_t)rounds, sizeof other[c][0], cmp);
+    omed[c] = other[c][rounds / 2];
     med[c] = rate[c][rounds / 2];
     cmed[c] = cpu[c][rounds / 2];
-    printf("  %-24s %12.0f %14.0f\n", labels[c], med[c], cmed[c]);
+    printf("  %-24s %12.0f %14.0f %17.2f%%\n", labels[c], med[c], cmed[c], 100 * omed[c]);
   }
   printf("scraped / not scraped: %.4f per CPU-second (%+.2f%%), %.4f per second\n",
          cmed[SCRAPED] / cmed[IDLE], 100 * (cmed[SCRAPED] / cmed[IDLE] - 1),
