@@ -37,7 +37,9 @@ apt_install() { # apt_install PKG... : installs those not installed yet
     "${missing[@]}" >/dev/null
 }
 
-build_packages=(cmake make gcc libc6-dev binutils file pkg-config zlib1g-dev libprotobuf-c-dev)
+# libmicrohttpd-dev: the HTTP endpoint (optional; the library builds without it).
+build_packages=(cmake make gcc libc6-dev binutils file pkg-config zlib1g-dev libprotobuf-c-dev
+                libmicrohttpd-dev)
 test_packages=(protobuf-c-compiler libcmocka-dev libunwind-dev xz-utils)
 
 install_build_deps() {
@@ -47,12 +49,13 @@ install_build_deps() {
       apt_install "${build_packages[@]}" || { echo "apt-get install failed"; return 1; }
     else
       echo "not Debian/Ubuntu: install cmake, a C compiler, pkg-config, zlib and protobuf-c" \
-           "development packages with your package manager"
+           "development packages (and libmicrohttpd's, for the HTTP endpoint) with your package" \
+           "manager"
     fi ;;
   Darwin)
-    echo "macOS: brew install cmake pkg-config protobuf-c" ;;
+    echo "macOS: brew install cmake pkg-config protobuf-c libmicrohttpd" ;;
   FreeBSD)
-    echo "FreeBSD: pkg install cmake pkgconf protobuf-c" ;;
+    echo "FreeBSD: pkg install cmake pkgconf protobuf-c libmicrohttpd" ;;
   esac
 }
 

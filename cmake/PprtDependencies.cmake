@@ -61,6 +61,29 @@ if(PPRT_UNWINDER STREQUAL "libunwind")
   endif()
 endif()
 
+# libmicrohttpd, for the HTTP endpoint: optional. PPRT_HTTP is ON where it
+# is found (pkg-config), and the library builds without it (pprt_http_start
+# then returns -ENOTSUP). ON when it is missing stops configure and names the
+# package.
+if(NOT DEFINED PPRT_HTTP OR PPRT_HTTP)
+  if(PKG_CONFIG_FOUND AND NOT CMAKE_CROSSCOMPILING)
+    pkg_check_modules(pprt_pc_microhttpd QUIET libmicrohttpd)
+  endif()
+  set(pprt_microhttpd_found OFF)
+  if(pprt_pc_microhttpd_FOUND)
+    set(pprt_microhttpd_found ON)
+  endif()
+  if(NOT DEFINED PPRT_HTTP)
+    option(PPRT_HTTP "The HTTP endpoint (/debug/pprof/) with libmicrohttpd" ${pprt_microhttpd_found})
+  endif()
+  if(PPRT_HTTP)
+    pprt_find_dependency(microhttpd PKG libmicrohttpd HEADER microhttpd.h LIBS microhttpd
+      DEBIAN "apt-get install libmicrohttpd-dev" MACOS "brew install libmicrohttpd"
+      FREEBSD "pkg install libmicrohttpd (www/libmicrohttpd); or configure with -DPPRT_HTTP=OFF")
+    list(APPEND pprt_dep_targets pprt_dep::microhttpd)
+  endif()
+endif()
+
 if(PPRT_BUILD_TESTS)
   pprt_find_dependency(cmocka PKG cmocka HEADER cmocka.h LIBS cmocka
     DEBIAN "apt-get install libcmocka-dev" MACOS "brew install cmocka"

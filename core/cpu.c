@@ -276,10 +276,39 @@ static timer_entry *find_timer(session *s, uint64_t tid) {
   return NULL;
 }
 
+/* pprt's own threads besides the reader (cpu.h). */
+#define MAX_IGNORED 8
+static _Atomic uint64_t g_ignored[MAX_IGNORED];
+
+int pprt__cpu_ignore_thread(uint64_t tid) {
+  for (int i = 0; i < MAX_IGNORED; i++) {
+    uint64_t zero = 0;
+    if (atomic_compare_exchange_strong(&g_ignored[i], &zero, tid))
+      return 0;
+  }
+  return -ENOSPC;
+}
+
+void pprt__cpu_unignore_thread(uint64_t tid) {
+  for (int i = 0; i < MAX_IGNORED; i++) {
+    uint64_t t = tid;
+    atomic_compare_exchange_strong(&g_ignored[i], &t, 0);
+  }
+}
+
+static int is_ignored(uint64_t tid) {
+  for (int i = 0; i < MAX_IGNORED; i++)
+    if (atomic_load_explicit(&g_ignored[i], memory_order_relaxed) == tid)
+      return 1;
+  return 0;
+}
+
 /* Gives thread tid its own source, unless it has one. The tid goes into
  * the slots before the source starts, so no tick of it is ever counted
  * twice (a process-timer tick in between is dropped instead). */
 static int start_thread_timer(session *s, uint64_t tid) {
+  if (is_ignored(tid))
+    return 0; /* not marked seen: a source it got before is stopped */
   timer_entry *e = find_timer(s, tid);
   if (e) {
     e->seen = 1;
@@ -672,7 +701,7 @@ static void confirm_blocked(session *s, blocked_entry *b, uint64_t cpu) {
  * is the truth. Confirmation charges the time since the suspicion, so
  * nothing is lost by the wait. */
 static void check_blocked_one_at(session *s, uint64_t tid, int final) {
-  if (tid == atomic_load(&s->reader_tid))
+  if (tid == atomic_load(&s->reader_tid) || is_ignored(tid))
     return; /* pprt's own: blocks everything, on purpose */
   int blocks = 0;
   uint64_t cpu = 0;
@@ -1171,8 +1200,10 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
   atomic_store(&g_session, s);
   pthread_mutex_unlock(&g_control);
 
-  /* The caller gets an alternate stack and known stack bounds. */
-  pprt_thread_register();
+  /* The caller gets an alternate stack and known stack bounds (unless it
+   * is pprt's own: registering would unblock SIGPROF on it). */
+  if (!is_ignored(pprt__thread_id()))
+    pprt_thread_register();
 
   pthread_mutex_lock(&g_control);
   if (atomic_load(&g_session) == s) {

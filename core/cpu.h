@@ -52,6 +52,12 @@ typedef struct pprt__cpu_checkpoint {
   void *ctx;
 } pprt__cpu_checkpoint;
 void pprt__cpu_set_checkpoint(const pprt__cpu_checkpoint *c);
+/* pprt's own threads other than the reader (the HTTP endpoint's), which
+ * block every signal: never given a sampling source, never charged to
+ * PPRT__FRAME_BLOCKED, not registered by pprt_cpu_start when they call it.
+ * At most 8; ignore returns -ENOSPC past that. Not AS-safe. */
+int pprt__cpu_ignore_thread(uint64_t tid);
+void pprt__cpu_unignore_thread(uint64_t tid);
 
 /* Header words of a CPU sample record in the ring: [tid, count | flags,
  * weight]: count is the number of sampling periods the signal stands for,

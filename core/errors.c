@@ -43,6 +43,8 @@ const char *pprt_strerror(int err) {
     return "permission denied (for perf events: perf_event_paranoid, or a seccomp filter)";
   case ESRCH:
     return "no such thread";
+  case EADDRINUSE:
+    return "address already in use";
   case EMFILE:
   case ENFILE:
     return "too many open files";

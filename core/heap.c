@@ -388,6 +388,37 @@ static double scale_for(size_t size, size_t rate) {
 }
 
 int pprt_heap_write(pprt_writer out) {
+  return pprt__heap_write_profile(out, "inuse_space", NULL);
+}
+
+int pprt__heap_mark_take(pprt__heap_mark *m) {
+  int was_busy = pprt__heap_pause();
+  int rc = 0;
+  pthread_mutex_lock(&g_lock);
+  m->n = g_nbuckets;
+  m->counts = malloc((g_nbuckets ? g_nbuckets : 1) * 2 * sizeof *m->counts);
+  if (m->counts == NULL) {
+    m->n = 0;
+    rc = -ENOMEM;
+  }
+  for (size_t i = 0; i < m->n; i++) {
+    m->counts[2 * i] = g_buckets[i].allocs;
+    m->counts[2 * i + 1] = g_buckets[i].frees;
+  }
+  pthread_mutex_unlock(&g_lock);
+  m->wall_ns = (int64_t)pprt__os_wall_ns();
+  pprt__heap_resume(was_busy);
+  return rc;
+}
+
+void pprt__heap_mark_free(pprt__heap_mark *m) {
+  free(m->counts);
+  m->counts = NULL;
+  m->n = 0;
+}
+
+int pprt__heap_write_profile(pprt_writer out, const char *default_type,
+                             const pprt__heap_mark *since) {
   if (out.write == NULL)
     return -EINVAL;
   int was_busy = pprt__heap_pause();
@@ -403,11 +434,16 @@ int pprt_heap_write(pprt_writer out) {
     pprt__heap_resume(was_busy);
     return rc;
   }
-  pprt__profile_set_default_type(p, "inuse_space");
-  pprt__profile_set_time(p, (int64_t)pprt__os_wall_ns(), 0);
-  char comment[128];
-  snprintf(comment, sizeof comment, "pprt %s heap profile: one sample per %zu bytes allocated%s",
-           pprt_version(), rate, rate == 0 ? " (sampling off)" : "");
+  pprt__profile_set_default_type(p, default_type);
+  int64_t now = (int64_t)pprt__os_wall_ns();
+  if (since)
+    pprt__profile_set_time(p, since->wall_ns, now - since->wall_ns);
+  else
+    pprt__profile_set_time(p, now, 0);
+  char comment[160];
+  snprintf(comment, sizeof comment, "pprt %s heap profile: one sample per %zu bytes allocated%s%s",
+           pprt_version(), rate, rate == 0 ? " (sampling off)" : "",
+           since ? "; the change over the profile's duration" : "");
   pprt__profile_add_comment(p, comment);
   const char *ending = pprt__profile_ending();
   if (ending) {
@@ -419,11 +455,18 @@ int pprt_heap_write(pprt_writer out) {
   for (size_t i = 0; i < g_nbuckets && rc == 0; i++) {
     const bucket *b = &g_buckets[i];
     double s = scale_for(b->size, rate);
-    uint64_t live = b->allocs - b->frees;
-    int64_t v[4] = {(int64_t)llround((double)b->allocs * s),
-                    (int64_t)llround((double)b->allocs * (double)b->size * s),
-                    (int64_t)llround((double)live * s),
-                    (int64_t)llround((double)live * (double)b->size * s)};
+    /* A delta, as Go's net/http/pprof: every value is now minus then. */
+    uint64_t allocs0 = 0, frees0 = 0;
+    if (since && i < since->n) {
+      allocs0 = since->counts[2 * i];
+      frees0 = since->counts[2 * i + 1];
+    }
+    double allocs = (double)(b->allocs - allocs0);
+    double live = (double)(b->allocs - b->frees) - (double)(allocs0 - frees0);
+    if (since && allocs == 0 && live == 0)
+      continue;
+    int64_t v[4] = {(int64_t)llround(allocs * s), (int64_t)llround(allocs * (double)b->size * s),
+                    (int64_t)llround(live * s), (int64_t)llround(live * (double)b->size * s)};
     pprt__label l = {"bytes", NULL, (int64_t)b->size, "bytes"};
     rc = pprt__profile_add(p, g_stacks + b->stack_off, b->depth, 0, v, &l, 1);
   }

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pprt.h"
+
 /* Bytes the calling thread may still allocate before its next sample point. */
 extern __thread int64_t pprt__heap_countdown __attribute__((tls_model("initial-exec")));
 
@@ -100,6 +102,25 @@ void pprt__heap_ignore_thread(void);
  * pause returns the previous state for resume. */
 int pprt__heap_pause(void);
 void pprt__heap_resume(int previous);
+
+/* The buckets' counts at one moment, for a profile of what changed since
+ * (the HTTP endpoint's heap?seconds=N). */
+typedef struct pprt__heap_mark {
+  uint64_t *counts; /* allocs, frees of each bucket */
+  size_t n;
+  int64_t wall_ns;
+} pprt__heap_mark;
+
+/* Takes a mark. Errors: -ENOMEM. Free it with pprt__heap_mark_free. */
+int pprt__heap_mark_take(pprt__heap_mark *m);
+void pprt__heap_mark_free(pprt__heap_mark *m);
+
+/* Writes a heap profile as pprt_heap_write does, showing default_type first
+ * ("inuse_space" or "alloc_space"); with since, every value is the change
+ * since that mark, as Go's delta profiles, and unchanged samples are left
+ * out. Errors: the writer's, -ENOMEM, -EINVAL. */
+int pprt__heap_write_profile(pprt_writer out, const char *default_type,
+                             const pprt__heap_mark *since);
 
 /* Mean bytes between samples when heap profiling is turned on without a
  * rate: Go's MemProfileRate, jemalloc's lg_prof_sample 19. */

@@ -417,4 +417,13 @@ int pprt__os_symbolize(pprt__os_symbolizer *s, uintptr_t addr, const char **name
 /* Releases the symbolizer, its mapped files and its tables. NULL is allowed. */
 void pprt__os_symbolizer_close(pprt__os_symbolizer *s);
 
+/* ---- the process ------------------------------------------------------------ */
+
+/* The program's command line for the HTTP endpoint's /debug/pprof/cmdline:
+ * its arguments, each followed by a NUL, into buf (cut at len bytes);
+ * *outlen receives the bytes written. Linux: /proc/self/cmdline; FreeBSD:
+ * sysctl KERN_PROC_ARGS; Darwin: _NSGetArgv. Errors: -EIO, -ENOTSUP. Not
+ * AS-safe. */
+int pprt__os_cmdline(char *buf, size_t len, size_t *outlen);
+
 #endif /* PPRT_CORE_PLATFORM_H */

@@ -256,6 +256,44 @@ PPRT_API int pprt_flight_write(pprt_writer out);
 /* Stops the flight recorder and frees what it kept. -EPIPE when none runs. */
 PPRT_API int pprt_flight_stop(void);
 
+/* ---- the HTTP endpoint ------------------------------------------------------------ */
+
+/* A net/http/pprof-compatible endpoint, so that go tool pprof, Parca and
+ * Grafana Alloy (pyroscope.scrape) can pull profiles from a running
+ * program: /debug/pprof/ (an index), profile?seconds=N (CPU), heap,
+ * allocs (with ?seconds=N: the difference over N seconds), trace?seconds=N
+ * (pprt's trace format; &format=json: Chrome Trace Event JSON), symbol and
+ * cmdline. Served by GNU libmicrohttpd from pprt's own threads, which are
+ * neither profiled nor sampled as the program's. Built only where
+ * libmicrohttpd was found (CMake option PPRT_HTTP); otherwise
+ * pprt_http_start returns -ENOTSUP. One endpoint runs at a time. */
+
+/* Endpoint options. Zero-initialise, then set what you need; every zero
+ * field means its default. */
+typedef struct pprt_http_options {
+  size_t size;       /* sizeof(pprt_http_options), or 0 */
+  const char *addr;  /* a numeric IPv4 or IPv6 address; NULL: "127.0.0.1" */
+  int port;          /* 0: any free port (see bound_port) */
+  int allow_remote;  /* 1: an address other than loopback is allowed; without
+                        it such an address fails with -EACCES */
+  int max_connections; /* open connections at most; 0: 1024 */
+  int timeout_seconds; /* an idle connection is closed after this; 0: 60 */
+  int per_ip_limit;    /* connections from one address at most; 0: 64 when
+                          allow_remote, else max_connections */
+  int *bound_port;     /* if not NULL, receives the port listened on */
+} pprt_http_options;
+
+/* Starts serving. Returns once the socket listens. Errors: -ENOTSUP (built
+ * without libmicrohttpd), -EBUSY (already serving), -EINVAL (a bad option
+ * or address), -EACCES (a remote address without allow_remote),
+ * -EADDRINUSE, -ENOMEM, -EAGAIN (no thread could be started). */
+PPRT_API int pprt_http_start(const pprt_http_options *opts);
+
+/* Stops serving: requests that wait for a profile are answered at once
+ * (503), connections are closed, the threads joined. -EPIPE when no
+ * endpoint runs. */
+PPRT_API int pprt_http_stop(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,6 +33,13 @@
  *   PPRT_FLUSH_TIMEOUT=seconds  how long a signal or _exit waits for the
  *                               outputs to be written (default 5; exits.c)
  * Termination signals, crashes and _exit write the outputs too (exits.c).
+ *   PPRT_HTTP=addr:port         serve /debug/pprof/ (pprt_http_start) on a
+ *                               numeric address ("[::1]:6060" for IPv6; port
+ *                               0: any free one; the address and port are
+ *                               printed on stderr); the allocation sampler
+ *                               runs (PPRT_HEAP_RATE or its default) so that
+ *                               heap and allocs have data
+ *   PPRT_HTTP_ALLOW_REMOTE=1    allow an address other than loopback
  * A process started from a profiled one (fork + exec with the same
  * environment) writes to path.<pid>, so it never overwrites the first
  * process's files, as gperftools does.
@@ -288,6 +295,88 @@ static void start_trace(const char *path) {
   }
 }
 
+/* Parses PPRT_HTTP's "addr:port" or "[v6addr]:port" into host (NUL-ended)
+ * and port; 0 on success. */
+static int parse_http(const char *v, char *host, size_t hostlen, long *port) {
+  const char *colon = strrchr(v, ':');
+  if (colon == NULL)
+    return -1;
+  const char *h = v;
+  size_t n = (size_t)(colon - v);
+  if (n >= 2 && v[0] == '[' && v[n - 1] == ']') {
+    h++;
+    n -= 2;
+  }
+  if (n == 0 || n >= hostlen)
+    return -1;
+  memcpy(host, h, n);
+  host[n] = '\0';
+  return parse_int(colon + 1, 0, 65535, port);
+}
+
+static int http_on;
+
+static void start_http(const char *v) {
+  char host[64];
+  long port;
+  if (parse_http(v, host, sizeof host, &port) != 0) {
+    fprintf(stderr, "pprt: PPRT_HTTP=%s is not ADDRESS:PORT (e.g. 127.0.0.1:6060); not serving\n",
+            v);
+    return;
+  }
+  const char *remote = getenv("PPRT_HTTP_ALLOW_REMOTE");
+  if (remote && *remote && strcmp(remote, "0") != 0 && strcmp(remote, "1") != 0) {
+    fprintf(stderr, "pprt: PPRT_HTTP_ALLOW_REMOTE=%s is not 0 or 1; not serving\n", remote);
+    return;
+  }
+  const char *rv = getenv("PPRT_HEAP_RATE");
+  long rate = (long)PPRT__HEAP_DEFAULT_RATE;
+  if (rv && *rv && parse_int(rv, 1, LONG_MAX, &rate) != 0) {
+    fprintf(stderr, "pprt: PPRT_HEAP_RATE=%s is not a number of bytes (1 or more); not serving\n",
+            rv);
+    return;
+  }
+  pprt_http_options o;
+  memset(&o, 0, sizeof o);
+  o.size = sizeof o;
+  o.addr = host;
+  o.port = (int)port;
+  o.allow_remote = remote && strcmp(remote, "1") == 0;
+  int bound = 0;
+  o.bound_port = &bound;
+  /* The pthread_create hook registers every thread the program starts
+   * while a profile the endpoint takes runs. */
+  pprt__cpu_threads_hooked();
+  int rc = pprt_http_start(&o);
+  if (rc == -EACCES) {
+    fprintf(stderr,
+            "pprt: PPRT_HTTP=%s is not a loopback address; set PPRT_HTTP_ALLOW_REMOTE=1 to serve "
+            "profiles to other hosts; not serving\n",
+            v);
+    return;
+  }
+  if (rc == -EINVAL) {
+    fprintf(stderr, "pprt: PPRT_HTTP=%s: %s is not a numeric IPv4 or IPv6 address; not serving\n",
+            v, host);
+    return;
+  }
+  if (rc == -ENOTSUP) {
+    fprintf(stderr, "pprt: PPRT_HTTP=%s: this pprt was built without libmicrohttpd; not serving\n",
+            v);
+    return;
+  }
+  if (rc != 0) {
+    fprintf(stderr, "pprt: cannot serve PPRT_HTTP=%s: %s; not serving\n", v, pprt_strerror(rc));
+    return;
+  }
+  http_on = 1;
+  if (pprt_heap_rate() == 0)
+    pprt_heap_set_rate((size_t)rate);
+  int v6 = strchr(host, ':') != NULL;
+  fprintf(stderr, "pprt: serving http://%s%s%s:%d/debug/pprof/\n", v6 ? "[" : "", host,
+          v6 ? "]" : "", bound);
+}
+
 /* A process forked from this one (heap_owner != getpid()) has a copy of the
  * sampler's records but not the parent's file to write them to. */
 static pid_t heap_owner;
@@ -297,8 +386,8 @@ __attribute__((constructor)) static void preload_start(void) {
   pprt__sigmask_init();
   pprt__sigprof_init();
   const char *cpu = getenv("PPRT_CPUPROFILE"), *heap = getenv("PPRT_HEAPPROFILE");
-  const char *trace = getenv("PPRT_TRACE");
-  if ((!cpu || !*cpu) && (!heap || !*heap) && (!trace || !*trace))
+  const char *trace = getenv("PPRT_TRACE"), *http = getenv("PPRT_HTTP");
+  if ((!cpu || !*cpu) && (!heap || !*heap) && (!trace || !*trace) && (!http || !*http))
     return;
   checkpoint_ms = checkpoint_setting();
   pthread_atfork(NULL, NULL, stop_forked);
@@ -319,6 +408,9 @@ __attribute__((constructor)) static void preload_start(void) {
     start_cpu(cpu);
   if (cpu_fd >= 0 || heap_fd >= 0 || trace_fd >= 0)
     pprt__exits_start(heap_fd >= 0 ? checkpoint_ms : 0);
+  /* Only the process that was started with it: a child's port would clash. */
+  if (http && *http && !getenv("PPRT_OWNER_PID"))
+    start_http(http);
   /* Children that exec with these variables write path.<pid>. */
   if (!getenv("PPRT_OWNER_PID")) {
     char me[32];
@@ -344,6 +436,12 @@ void pprt__preload_stop(void) {
       nanosleep(&ts, NULL);
     }
     return;
+  }
+  /* First: a profile the endpoint is taking is one the CPU profiler must
+   * stop. */
+  if (http_on) {
+    http_on = 0;
+    pprt_http_stop();
   }
   /* The CPU profiler before the trace: its reader hands its last samples to
    * the trace. */
@@ -409,10 +507,30 @@ static void *registered_start(void *p) {
   return st.fn(st.arg);
 }
 
+/* A thread pprt starts for itself, or that a library pprt calls starts
+ * for it (libmicrohttpd's, for the HTTP endpoint): not registered, and
+ * its allocations are pprt's from its first one, not the program's. */
+static void *internal_start(void *p) {
+  pprt__heap_ignore_thread();
+  struct start st = *(struct start *)p;
+  free(p);
+  return st.fn(st.arg);
+}
+
 static int create(pprt__pthread_create_fn real_create, pthread_t *thread,
                   const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
-  if ((!atomic_load(&profiling) && !atomic_load(&tracing) && !pprt__cpu_running()) ||
-      pprt__thread_self()->creating_internal)
+  if (pprt__thread_self()->creating_internal) {
+    struct start *st = malloc(sizeof *st);
+    if (st == NULL)
+      return real_create(thread, attr, fn, arg);
+    st->fn = fn;
+    st->arg = arg;
+    int rc = real_create(thread, attr, internal_start, st);
+    if (rc != 0)
+      free(st);
+    return rc;
+  }
+  if (!atomic_load(&profiling) && !atomic_load(&tracing) && !pprt__cpu_running())
     return real_create(thread, attr, fn, arg);
   struct start *st = malloc(sizeof *st);
   if (st == NULL)

@@ -1,0 +1,70 @@
+/* An ordinary program that knows nothing of pprt, for the HTTP endpoint's
+ * tests and bench/http: for SECONDS of wall time it spends its CPU in
+ * http_hot_loop and allocates in http_alloc_site (keeping the last 256
+ * blocks live), then prints how many rounds of work it did per second of
+ * wall time and per second of the whole process's CPU time (pprt's threads
+ * included), the figure a loaded machine disturbs least.
+ *
+ * Usage: http_victim SECONDS */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static volatile unsigned long sink;
+static void *kept[256];
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) void http_hot_loop(void);
+void http_hot_loop(void) {
+  unsigned long x = sink;
+  for (int i = 0; i < 20000; i++) {
+    x = x * 2862933555777941757ul + 3037000493ul;
+    __asm__ volatile("" : "+r"(x));
+  }
+  sink = x;
+}
+
+__attribute__((noinline)) void http_alloc_site(unsigned long round);
+void http_alloc_site(unsigned long round) {
+  size_t i = round % 256;
+  free(kept[i]);
+  kept[i] = malloc(4096 + (round % 7) * 1024);
+  if (kept[i])
+    memset(kept[i], 1, 64);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: http_victim SECONDS\n");
+    return 2;
+  }
+  double seconds = atof(argv[1]), start = now(), end = start + seconds;
+  unsigned long rounds = 0;
+  while (now() < end) {
+    for (int k = 0; k < 16; k++, rounds++) {
+      http_hot_loop();
+      http_alloc_site(rounds);
+    }
+  }
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  double mine = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  /* other_cpu: what threads other than this one (pprt's) used, per second
+   * of this one's CPU time. */
+  printf("rounds %lu\nrate %.1f\ncpu_rate %.1f\nother_cpu %.6f\n", rounds,
+         (double)rounds / (now() - start), (double)rounds / cpu, (cpu - mine) / mine);
+  for (size_t i = 0; i < 256; i++)
+    free(kept[i]);
+  return 0;
+}
