@@ -11,17 +11,30 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"syscall"
 	"time"
 )
 
 var sink uint64
 var kept [][]byte
 
+// processCPU is the CPU time the process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// goBurnHot spins until the process has used d more CPU time: measured, not
+// wall time, so that a busy machine still gives the profile d of samples.
+//
 //go:noinline
 func goBurnHot(d time.Duration) {
-	end := time.Now().Add(d)
+	end := processCPU() + d
 	x := uint64(1)
-	for time.Now().Before(end) {
+	for processCPU() < end {
 		for i := 0; i < 100000; i++ {
 			x = x*6364136223846793005 + 1442695040888963407
 		}
