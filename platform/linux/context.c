@@ -3,6 +3,8 @@
  * (pprt__os_readable). Both run in the signal handler. */
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -28,6 +30,28 @@ int pprt__os_context_regs(const void *ucontext, pprt__os_regs *regs) {
 #else
   (void)mc;
   (void)regs;
+  return -ENOTSUP;
+#endif
+  return 0;
+}
+
+/* The kernel's rt_sigframe, as the restorer finds it: on x86_64 the
+ * handler's return popped the restorer's address, leaving sp at the
+ * ucontext; on aarch64 sp is the frame itself, siginfo then ucontext. The
+ * C library's ucontext_t matches the kernel's layout (it is what a handler
+ * receives). */
+int pprt__os_sigframe_layout(pprt__os_sigframe *l) {
+#if defined(__x86_64__)
+  *l = (pprt__os_sigframe){offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]),
+                                  offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]),
+                                  offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]), SIZE_MAX};
+#elif defined(__aarch64__)
+  *l = (pprt__os_sigframe){sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext.pc),
+                                  sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext.sp),
+                                  sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext.regs[29]),
+                                  sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext.regs[30])};
+#else
+  (void)l;
   return -ENOTSUP;
 #endif
   return 0;
