@@ -119,6 +119,12 @@ static uint64_t rd_ptr(rd *r, uint8_t enc, uint64_t data) {
   return v;
 }
 
+/* Products of file values wrap instead of overflowing (undefined in C);
+ * an absurd offset then fails the range checks of make_row. */
+static int64_t mul(int64_t a, int64_t b) {
+  return (int64_t)((uint64_t)a * (uint64_t)b);
+}
+
 /* ---- registers ---------------------------------------------------------------- */
 
 typedef struct arch {
@@ -380,7 +386,7 @@ static enum pprt__cfi_status run(interp *it, rd *r, uint64_t end_pc) {
       break;
     case 0x80:
       reg = op & 0x3f;
-      set_reg(it, (unsigned)reg, R_OFFSET, (int64_t)rd_uleb(r) * c->data_align);
+      set_reg(it, (unsigned)reg, R_OFFSET, mul((int64_t)rd_uleb(r), c->data_align));
       continue;
     case 0xc0:
       restore_reg(it, op & 0x3f);
@@ -403,7 +409,7 @@ static enum pprt__cfi_status run(interp *it, rd *r, uint64_t end_pc) {
       case 0x04: delta = rd_u(r, 4) * c->code_align; adv = 1; break;
       case 0x05: /* offset_extended */
         reg = rd_uleb(r);
-        set_reg(it, (unsigned)reg, R_OFFSET, (int64_t)rd_uleb(r) * c->data_align);
+        set_reg(it, (unsigned)reg, R_OFFSET, mul((int64_t)rd_uleb(r), c->data_align));
         break;
       case 0x06: /* restore_extended */
         restore_reg(it, (unsigned)rd_uleb(r));
@@ -462,15 +468,15 @@ static enum pprt__cfi_status run(interp *it, rd *r, uint64_t end_pc) {
         break;
       case 0x11: /* offset_extended_sf */
         reg = rd_uleb(r);
-        set_reg(it, (unsigned)reg, R_OFFSET, rd_sleb(r) * c->data_align);
+        set_reg(it, (unsigned)reg, R_OFFSET, mul(rd_sleb(r), c->data_align));
         break;
       case 0x12: /* def_cfa_sf */
         it->cur.cfa_reg = (unsigned)rd_uleb(r);
-        it->cur.cfa_off = rd_sleb(r) * c->data_align;
+        it->cur.cfa_off = mul(rd_sleb(r), c->data_align);
         it->cur.cfa_how = C_REG;
         break;
       case 0x13: /* def_cfa_offset_sf */
-        it->cur.cfa_off = rd_sleb(r) * c->data_align;
+        it->cur.cfa_off = mul(rd_sleb(r), c->data_align);
         break;
       case 0x14: /* val_offset */
         reg = rd_uleb(r);
@@ -492,7 +498,7 @@ static enum pprt__cfi_status run(interp *it, rd *r, uint64_t end_pc) {
         break;
       case 0x2f: /* GNU_negative_offset_extended */
         reg = rd_uleb(r);
-        set_reg(it, (unsigned)reg, R_OFFSET, -(int64_t)rd_uleb(r) * c->data_align);
+        set_reg(it, (unsigned)reg, R_OFFSET, mul(mul((int64_t)rd_uleb(r), c->data_align), -1));
         break;
       default:
         return PPRT__CFI_BAD_OPCODE;
