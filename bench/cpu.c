@@ -85,6 +85,8 @@
 #include "core/unwind.h"
 #include "pprt.h"
 
+void bench_cfi_tables(void); /* bench/cpu_cfi.c */
+
 #define THREADS 2
 #define WORK_DEPTH 16 /* the workload's frames above its leaf */
 #define MAX_ROUNDS 64
@@ -751,7 +753,7 @@ static void bench_workload(void) {
 
 /* ---- 2: handler cost per sample ------------------------------------------------------ */
 
-enum { H_EMPTY, H_FP, H_LIBUNWIND };
+enum { H_EMPTY, H_FP, H_LIBUNWIND, H_CFI };
 
 #define HANDLER_MAX_DEPTH 256 /* the pcs array of pprt's record() */
 #define EXTRA_FRAMES 8        /* recursion beyond the depth walked */
@@ -781,6 +783,8 @@ static void bench_handler(int sig, siginfo_t *info, void *ucontext) {
   pprt__os_regs regs;
   if (g_mode == H_FP && pprt__os_context_regs(ucontext, &regs) == 0)
     n = pprt__unwind_fp(&regs, pprt__thread_self()->stack, pcs, g_depth);
+  if (g_mode == H_CFI && pprt__os_context_regs(ucontext, &regs) == 0)
+    n = pprt__unwind_cfi(&regs, pprt__thread_self()->stack, pcs, g_depth);
   uint64_t hdr[2] = {pprt__thread_id(), 1};
   pprt__ring_write(&g_ring, pprt__os_monotonic_ns(), hdr, pcs, n);
   g_frames += n;
@@ -936,7 +940,10 @@ static void print_hcost(const char *name, size_t depth, hcost h) {
 
 static double fp64_cost = NAN, fp64_live_cost = NAN;
 
-static void bench_handler_cost(void) {
+/* The handler's ring and signal, set up once for parts 2 and "unwind". */
+static pprt__os_sigsave g_hsave;
+
+static void handler_setup(void) {
   if (pprt__ring_init(&g_ring, (size_t)1 << 17, 2, 100) != 0 ||
       (g_readbuf = malloc(g_ring.max_record * sizeof *g_readbuf)) == NULL) {
     fprintf(stderr, "bench/cpu: ring init failed\n");
@@ -945,12 +952,64 @@ static void bench_handler_cost(void) {
   /* As core/cpu.c sets it: writers wake the reader only at half full. */
   pprt__ring_set_wake_threshold(&g_ring, ((size_t)1 << 17) / 2);
   pprt_thread_register(); /* an alternate stack and known stack bounds, as profiled threads */
-  pprt__os_sigsave save;
-  memset(&save, 0, sizeof save);
-  if (pprt__os_signal_install(SIGPROF, bench_handler, &save) != 0) {
+  memset(&g_hsave, 0, sizeof g_hsave);
+  if (pprt__os_signal_install(SIGPROF, bench_handler, &g_hsave) != 0) {
     fprintf(stderr, "bench/cpu: cannot install a SIGPROF handler\n");
     exit(1);
   }
+  if (pprt__have_cfi && pprt__cfi_refresh() != 0)
+    fprintf(stderr, "bench/cpu: cfi tables could not be built\n");
+}
+
+static void handler_teardown(void) {
+  pprt__os_signal_restore(SIGPROF, &g_hsave);
+  pprt__ring_destroy(&g_ring);
+  free(g_readbuf);
+}
+
+/* "cpu unwind": the three unwinders in one run, as ratios, then the
+ * tables' build time and size (bench/cpu_cfi.c). */
+static void bench_unwinders(void) {
+  handler_setup();
+  printf("\nunwinders: handler cost per sample, raise(SIGPROF) at the bottom of a recursion\n"
+         "(frames built with frame pointers, so all three walk the same chain); handler =\n"
+         "per signal - empty handler, medians of alternating batches\n");
+  printf("\n  %-40s %11s %11s %11s %11s %7s\n", "", "per signal", "handler", "per frame", "timed",
+         "frames");
+  hcost f16 = measure_handler(H_FP, 16, 1000, 1.0), f64 = measure_handler(H_FP, 64, 1000, 1.0);
+  print_hcost("fp, 16 frames", 16, f16);
+  print_hcost("fp, 64 frames", 64, f64);
+  hcost c16 = {NAN, NAN, NAN, 1}, c64 = c16, u16 = c16, u64 = c16;
+  if (pprt__have_cfi) {
+    c16 = measure_handler(H_CFI, 16, 1000, 1.0);
+    c64 = measure_handler(H_CFI, 64, 1000, 1.0);
+    print_hcost("cfi, 16 frames", 16, c16);
+    print_hcost("cfi, 64 frames", 64, c64);
+  }
+#ifdef BENCH_HAVE_LIBUNWIND
+  u16 = measure_handler(H_LIBUNWIND, 16, 200, 1.0);
+  u64 = measure_handler(H_LIBUNWIND, 64, 50, 1.5);
+  print_hcost("libunwind, 16 frames", 16, u16);
+  print_hcost("libunwind, 64 frames", 64, u64);
+#endif
+  /* Per frame: the slope between 16 and 64 frames, which leaves out the
+   * signal, the ring write and the first lookups. */
+  double fpf = ((f64.full_ns - f64.empty_ns) - (f16.full_ns - f16.empty_ns)) / 48;
+  double cf = ((c64.full_ns - c64.empty_ns) - (c16.full_ns - c16.empty_ns)) / 48;
+  double uf = ((u64.full_ns - u64.empty_ns) - (u16.full_ns - u16.empty_ns)) / 48;
+  printf("\n  per frame (64 vs 16): fp %.1f ns, cfi %.1f ns, libunwind %.1f ns\n", fpf, cf, uf);
+  printf("  cfi / fp per frame: %.2fx (target <= 2x); libunwind / cfi per frame: %.1fx "
+         "(target >= 10x)\n",
+         cf / fpf, uf / cf);
+  printf("  at 64 frames, whole handler: cfi / fp %.2fx, libunwind / cfi %.1fx\n",
+         (c64.full_ns - c64.empty_ns) / (f64.full_ns - f64.empty_ns),
+         (u64.full_ns - u64.empty_ns) / (c64.full_ns - c64.empty_ns));
+  handler_teardown();
+  bench_cfi_tables();
+}
+
+static void bench_handler_cost(void) {
+  handler_setup();
   double clk = clock_cost_ns();
   printf("\n2. handler cost per sample: raise(SIGPROF) at the bottom of a recursion, a handler\n"
          "   doing pprt's record() (context registers, unwind, ring write) vs an empty handler\n"
@@ -966,6 +1025,13 @@ static void bench_handler_cost(void) {
   fp64_cost = h64.full_ns - h64.empty_ns;
   printf("  %-40s %35.1f ns\n", "  each frame beyond 16 (64 vs 16)",
          (fp64_cost - (h16.full_ns - h16.empty_ns)) / 48);
+  if (pprt__have_cfi) {
+    hcost c16 = measure_handler(H_CFI, 16, 1000, 1.0), c64 = measure_handler(H_CFI, 64, 1000, 1.0);
+    print_hcost("cfi tables, 16 frames", 16, c16);
+    print_hcost("cfi tables, 64 frames", 64, c64);
+    printf("  %-40s %35.1f ns\n", "  each frame beyond 16 (64 vs 16)",
+           ((c64.full_ns - c64.empty_ns) - (c16.full_ns - c16.empty_ns)) / 48);
+  }
   struct unregistered_arg ua;
   pthread_t th;
   if (pthread_create(&th, NULL, unregistered_thread, &ua) == 0) {
@@ -1012,9 +1078,7 @@ static void bench_handler_cost(void) {
     if (sums[rows[i]].n)
       printf("    %-30s %4.0f signals per CPU-s = %.3f%% of the CPU\n", configs[rows[i]].name,
              sums[rows[i]].signals_rate, 100 * sums[rows[i]].signals_rate * per_signal / 1e9);
-  pprt__os_signal_restore(SIGPROF, &save);
-  pprt__ring_destroy(&g_ring);
-  free(g_readbuf);
+  handler_teardown();
 }
 
 /* ---- 4: lost samples ---------------------------------------------------------------- */
@@ -1610,6 +1674,11 @@ static void verdict(const char *what, int met) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "unwind") == 0) {
+    printf("pprt unwinder benchmark: pprt %s\n", pprt_version());
+    bench_unwinders();
+    return 0;
+  }
   if (argc > 1)
     work_seconds = atof(argv[1]);
   if (argc > 2)
@@ -1620,8 +1689,9 @@ int main(int argc, char **argv) {
       sweep_seconds > 60 || argc > 4) {
     fprintf(stderr,
             "usage: %s [seconds of work per thread, 0 skips parts 1-4 [rounds 1-%d\n"
-            "          [seconds per case of parts 5-7, 0 skips them]]]\n",
-            argv[0], MAX_ROUNDS);
+            "          [seconds per case of parts 5-7, 0 skips them]]]\n"
+            "       %s unwind   (the unwinders' handler costs and the cfi tables only)\n",
+            argv[0], MAX_ROUNDS, argv[0]);
     return 2;
   }
   if (mkdtemp(tmpdir) == NULL) {
