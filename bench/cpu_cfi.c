@@ -62,7 +62,7 @@ void bench_cfi_tables(void) {
          sum.build_ms, sum.rows, (double)sum.bytes / 1024, (double)sum.eh_bytes / 1024,
          sum.eh_bytes ? (double)sum.bytes / (double)sum.eh_bytes : 0.0, sum.images);
   printf("\n  unwind info: .eh_frame_hdr + the .eh_frame records read; ratio = table / that.\n"
-         "  rows: 12 bytes each (pc, CFA rule, fp and return-address slots), neighbours\n"
-         "  with the same rule merged.\n");
+         "  table: 8-byte rows (pc, CFA rule, fp and return-address slots; neighbours with\n"
+         "  the same rule merged) and a 4-byte index entry per 256 bytes of code.\n");
   (void)cxx;
 }

@@ -282,7 +282,9 @@ static int rows_push(rows *rs, pprt__cfi_row row) {
   return 1;
 }
 
-/* The row for state st at link-time pc (relative to 0; rebased later). */
+/* The row for state st at link-time pc (relative to 0; rebased later).
+ * Anything the row's fields cannot hold exactly becomes a frame-pointer
+ * row, or (for the caller's fp alone) PPRT__CFI_FP_LOST. */
 static pprt__cfi_row make_row(const arch *a, unsigned machine, const state *st, int signal,
                               uint64_t pc) {
   pprt__cfi_row row = {(uint32_t)pc, PPRT__CFI_FP_RULE, 0, 0};
@@ -299,27 +301,35 @@ static pprt__cfi_row make_row(const arch *a, unsigned machine, const state *st, 
   if (st->cfa_how == C_PLT)
     kind = PPRT__CFI_PLT;
   else if (st->cfa_how == C_REG && st->cfa_reg == a->sp)
-    kind = PPRT__CFI_CFA_SP;
+    kind = st->ra_signed ? PPRT__CFI_CFA_SP_PAC : PPRT__CFI_CFA_SP;
   else if (st->cfa_how == C_REG && st->cfa_reg == a->fp)
-    kind = PPRT__CFI_CFA_FP;
+    kind = st->ra_signed ? PPRT__CFI_CFA_FP_PAC : PPRT__CFI_CFA_FP;
   else
     return row;
-  if (off < -(1 << 26) || off >= (1 << 26))
+  if (kind != PPRT__CFI_PLT) {
+    if (off % 8 != 0)
+      return row;
+    off /= 8;
+  }
+  if (off < -4096 || off > 4095)
     return row;
   /* The return address: saved in the frame, or (aarch64) still in x30. */
-  if (st->ra_how == R_OFFSET && st->ra_off != 0 && st->ra_off >= INT16_MIN &&
-      st->ra_off <= INT16_MAX)
-    row.ra_off = (int16_t)st->ra_off;
+  int64_t ra = 0, fp = 0;
+  if (st->ra_how == R_OFFSET && st->ra_off != 0 && st->ra_off % 8 == 0 &&
+      st->ra_off / 8 >= -127 && st->ra_off / 8 <= 127)
+    ra = st->ra_off / 8;
   else if (!(st->ra_how == R_SAME && machine == PPRT__CFI_AARCH64))
     return row;
   if (st->fp_how == R_SAME)
-    row.fp_off = 0;
-  else if (st->fp_how == R_OFFSET && st->fp_off != 0 && (st->fp_off & 7) == 0 &&
-           st->fp_off >= INT16_MIN && st->fp_off <= INT16_MAX)
-    row.fp_off = (int16_t)st->fp_off;
+    fp = 0;
+  else if (st->fp_how == R_OFFSET && st->fp_off != 0 && st->fp_off % 8 == 0 &&
+           st->fp_off / 8 >= -127 && st->fp_off / 8 <= 127)
+    fp = st->fp_off / 8;
   else
-    row.fp_off = PPRT__CFI_FP_UNKNOWN;
-  row.cfa = (int32_t)((uint32_t)(off * 16) | (st->ra_signed ? 8u : 0u) | kind);
+    fp = PPRT__CFI_FP_LOST;
+  row.cfa = (int16_t)(off * 8 + (int64_t)kind);
+  row.ra_off = (int8_t)ra;
+  row.fp_off = (int8_t)fp;
   return row;
 }
 
@@ -742,7 +752,8 @@ enum pprt__cfi_status pprt__cfi_build(const pprt__cfi_input *in, pprt__cfi_table
       continue;
     v[m++] = v[i];
   }
-  pprt__cfi_table *t = malloc(sizeof *t + m * sizeof *v);
+  size_t nb = (size_t)((b.hi - base) >> PPRT__CFI_BUCKET_SHIFT) + 1;
+  pprt__cfi_table *t = malloc(sizeof *t + m * sizeof *v + nb * sizeof(uint32_t));
   if (t == NULL) {
     free(v);
     return PPRT__CFI_NOMEM;
@@ -752,27 +763,21 @@ enum pprt__cfi_status pprt__cfi_build(const pprt__cfi_input *in, pprt__cfi_table
   t->machine = in->machine;
   t->src_bytes = (size_t)(b.rec_hi - b.rec_lo) + in->hdr.len;
   t->n = m;
+  t->nbuckets = nb;
   memcpy(t->rows, v, m * sizeof *v);
   free(v);
+  /* Each bucket: the last row starting at or before its first byte (row 0
+   * when none does; the lookup checks). */
+  t->buckets = (uint32_t *)(void *)(t->rows + m);
+  size_t r = 0;
+  for (size_t k = 0; k < nb; k++) {
+    uint64_t at = (uint64_t)k << PPRT__CFI_BUCKET_SHIFT;
+    while (r + 1 < m && t->rows[r + 1].pc <= at)
+      r++;
+    t->buckets[k] = (uint32_t)r;
+  }
   *out = t;
   return PPRT__CFI_OK;
-}
-
-const pprt__cfi_row *pprt__cfi_lookup(const pprt__cfi_table *t, uint64_t pc) {
-  if (pc < t->base || pc - t->base >= t->end || t->n == 0)
-    return NULL;
-  uint32_t off = (uint32_t)(pc - t->base);
-  size_t lo = 0, hi = t->n; /* the last row with row.pc <= off */
-  if (t->rows[0].pc > off)
-    return NULL;
-  while (hi - lo > 1) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (t->rows[mid].pc <= off)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  return &t->rows[lo];
 }
 
 const char *pprt__cfi_status_name(enum pprt__cfi_status st) {

@@ -15,38 +15,47 @@
 
 /* What a row says about the frame of the pcs it covers. */
 enum pprt__cfi_kind {
-  PPRT__CFI_CFA_SP = 0,    /* CFA = sp + cfa_off */
-  PPRT__CFI_CFA_FP = 1,    /* CFA = fp + cfa_off */
+  PPRT__CFI_CFA_SP = 0,    /* CFA = sp + cfa_off words */
+  PPRT__CFI_CFA_FP = 1,    /* CFA = fp + cfa_off words */
   PPRT__CFI_FP_RULE = 2,   /* no rule a row can express: use the frame pointer */
   PPRT__CFI_OUTERMOST = 3, /* return address undefined: the end of the stack */
   PPRT__CFI_PLT = 4,       /* x86_64 PLT: CFA = sp + 8, + 8 when (pc & 15) >= cfa_off */
-  PPRT__CFI_SIGFRAME = 5   /* a signal trampoline ('S'): registers in the signal frame */
+  PPRT__CFI_SIGFRAME = 5,  /* a signal trampoline ('S'): registers in the signal frame */
+  PPRT__CFI_CFA_SP_PAC = 6, /* CFA_SP with the return address signed (aarch64 PAC) */
+  PPRT__CFI_CFA_FP_PAC = 7  /* CFA_FP likewise */
 };
 
-/* fp_off value for "the caller's frame pointer cannot be known". */
-#define PPRT__CFI_FP_UNKNOWN 1
+/* fp_off for a caller's frame pointer that cannot be recovered (saved in
+ * another register, by an expression, or too far from the CFA). */
+#define PPRT__CFI_FP_LOST INT8_MIN
 
 /* One row: from pc (relative to the table's base) up to the next row's pc.
- * 12 bytes, so a table stays near the size of the .eh_frame it came from. */
+ * 8 bytes, so a table stays near the size of the .eh_frame it came from;
+ * a rule these fields cannot hold becomes a PPRT__CFI_FP_RULE row. Offsets
+ * are in words (8 bytes: both targets are 64-bit). */
 typedef struct pprt__cfi_row {
   uint32_t pc;
-  int32_t cfa;    /* cfa_off << 4 | ra_signed << 3 | kind */
-  int16_t fp_off; /* caller's fp saved at CFA + fp_off; 0: fp unchanged */
-  int16_t ra_off; /* return address at CFA + ra_off; 0: in the link register */
+  int16_t cfa;   /* cfa_off << 3 | kind; for PLT rows cfa_off is the (pc & 15) threshold */
+  int8_t ra_off; /* return address at CFA + ra_off; 0: in the link register */
+  int8_t fp_off; /* caller's fp at CFA + fp_off; 0: unchanged; PPRT__CFI_FP_LOST */
 } pprt__cfi_row;
 
 #define PPRT__CFI_ROW_KIND(r) ((unsigned)((r)->cfa & 7))
-#define PPRT__CFI_ROW_RA_SIGNED(r) (((r)->cfa >> 3) & 1)
-#define PPRT__CFI_ROW_OFF(r) ((r)->cfa >> 4)
+#define PPRT__CFI_ROW_OFF(r) ((int)((r)->cfa >> 3))
 
 /* An image's table: rows sorted by pc, covering link-time addresses
- * [base, base + end). Immutable once built. */
+ * [base, base + end), and for each 2^PPRT__CFI_BUCKET_SHIFT bytes of code
+ * the index of the row covering its first byte, so that a lookup searches
+ * only the few rows of one bucket. Immutable once built. */
+#define PPRT__CFI_BUCKET_SHIFT 8
 typedef struct pprt__cfi_table {
   uint64_t base;
   uint64_t end;
   unsigned machine;
-  size_t src_bytes; /* the span of CFI records it was compiled from */
+  size_t src_bytes;  /* the span of CFI records it was compiled from */
   size_t n;
+  size_t nbuckets;   /* (end >> PPRT__CFI_BUCKET_SHIFT) + 1 */
+  uint32_t *buckets; /* in the same allocation, after the rows */
   pprt__cfi_row rows[];
 } pprt__cfi_table;
 
@@ -92,7 +101,23 @@ typedef struct pprt__cfi_input {
  * the bytes it was given. Returns PPRT__CFI_OK or why not (*out NULL). */
 enum pprt__cfi_status pprt__cfi_build(const pprt__cfi_input *in, pprt__cfi_table **out);
 
-/* The row covering link-time address pc, or NULL. AS-safe. */
-const pprt__cfi_row *pprt__cfi_lookup(const pprt__cfi_table *t, uint64_t pc);
+/* The row covering link-time address pc, or NULL. AS-safe. Inline: the
+ * handler's walk calls it once a frame. */
+static inline const pprt__cfi_row *pprt__cfi_lookup(const pprt__cfi_table *t, uint64_t pc) {
+  if (pc < t->base || pc - t->base >= t->end || t->n == 0)
+    return NULL;
+  uint32_t off = (uint32_t)(pc - t->base);
+  size_t k = off >> PPRT__CFI_BUCKET_SHIFT;
+  /* The covering row is between this bucket's and the next one's. */
+  size_t lo = t->buckets[k], hi = k + 1 < t->nbuckets ? t->buckets[k + 1] : t->n - 1;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo + 1) / 2;
+    if (t->rows[mid].pc <= off)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return t->rows[lo].pc <= off ? &t->rows[lo] : NULL;
+}
 
 #endif /* PPRT_CORE_CFI_H */

@@ -62,7 +62,7 @@ static atomic_int g_stale; /* a walk met code in no image of the set */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static size_t table_bytes(const pprt__cfi_table *t) {
-  return t ? sizeof *t + t->n * sizeof t->rows[0] : 0;
+  return t ? sizeof *t + t->n * sizeof t->rows[0] + t->nbuckets * sizeof t->buckets[0] : 0;
 }
 
 static const image *set_find(const set *s, uintptr_t pc) {
@@ -262,7 +262,8 @@ void pprt__cfi_describe(char *buf, size_t len) {
 
 /* Reads the word at addr: inside the stack's bounds when they are known,
  * else after probing its page. */
-static int read_word(uintptr_t addr, pprt__stack_bounds b, uintptr_t *ok_page, uintptr_t *out) {
+static inline __attribute__((always_inline)) int read_word(uintptr_t addr, pprt__stack_bounds b,
+                                                           uintptr_t *ok_page, uintptr_t *out) {
   if ((addr & (WORD - 1)) != 0)
     return 0;
   if (b.hi) {
@@ -296,7 +297,7 @@ static int read_sigframe(uintptr_t sp, pprt__stack_bounds b, uintptr_t *ok_page,
   return 1;
 }
 
-static size_t walk(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *pcs,
+static inline __attribute__((always_inline)) size_t walk(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *pcs,
                    uintptr_t *sps, size_t max) {
   atomic_fetch_add_explicit(&g_walkers, 1, memory_order_acquire);
   const set *s = atomic_load_explicit(&g_set, memory_order_acquire);
@@ -304,18 +305,24 @@ static size_t walk(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *p
   int exact = 1;    /* pc is the instruction itself, not a return address */
   int lr_ok = 1;    /* lr still holds this frame's return address */
   int sp_ok = 1;    /* sp is this frame's (an aarch64 fp step loses it) */
+  const image *im = NULL;
   size_t n = 0;
   while (n < max) {
     if (sps)
       sps[n] = sp;
     pcs[n++] = pc;
-    const image *im = s ? set_find(s, pc - !exact) : NULL;
-    if (im == NULL && n == 1 && s != NULL &&
-        !atomic_load_explicit(&g_stale, memory_order_relaxed))
-      atomic_store_explicit(&g_stale, 1, memory_order_relaxed);
-    const pprt__cfi_row *row =
-        im && im->table ? pprt__cfi_lookup(im->table, pc - !exact - im->bias) : NULL;
+    uintptr_t at = pc - !exact; /* a return address may be past its call's function */
+    if (im == NULL || at < im->start || at >= im->limit) {
+      im = s ? set_find(s, at) : NULL;
+      if (im == NULL && n == 1 && s != NULL &&
+          !atomic_load_explicit(&g_stale, memory_order_relaxed))
+        atomic_store_explicit(&g_stale, 1, memory_order_relaxed);
+    }
+    const pprt__cfi_row *row = im && im->table ? pprt__cfi_lookup(im->table, at - im->bias) : NULL;
     unsigned kind = row ? PPRT__CFI_ROW_KIND(row) : PPRT__CFI_FP_RULE;
+    int pac = kind >= PPRT__CFI_CFA_SP_PAC;
+    if (pac)
+      kind -= PPRT__CFI_CFA_SP_PAC; /* to CFA_SP or CFA_FP */
     if ((kind == PPRT__CFI_CFA_SP || kind == PPRT__CFI_PLT) && !sp_ok)
       kind = PPRT__CFI_FP_RULE;
     if (kind == PPRT__CFI_CFA_FP && fp == 0)
@@ -346,11 +353,11 @@ static size_t walk(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *p
        * aarch64 frame record sits anywhere in its frame. */
       sp_ok = pprt__unwind_fp_gives_sp;
     } else {
-      intptr_t off = (intptr_t)PPRT__CFI_ROW_OFF(row);
+      intptr_t off = PPRT__CFI_ROW_OFF(row);
       if (kind == PPRT__CFI_CFA_SP)
-        cfa = sp + (uintptr_t)off;
+        cfa = sp + (uintptr_t)(off * (intptr_t)WORD);
       else if (kind == PPRT__CFI_CFA_FP)
-        cfa = fp + (uintptr_t)off;
+        cfa = fp + (uintptr_t)(off * (intptr_t)WORD);
       else
         cfa = sp + WORD + ((pc & 15) >= (uintptr_t)off ? WORD : 0);
       if (row->ra_off == 0) {
@@ -360,15 +367,17 @@ static size_t walk(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *p
           break;
         ra = lr;
       } else if (cfa <= sp || cfa - sp > PPRT__UNWIND_MAX_FRAME ||
-                 !read_word(cfa + (uintptr_t)(intptr_t)row->ra_off, b, &ok_page, &ra)) {
+                 !read_word(cfa + (uintptr_t)((intptr_t)row->ra_off * (intptr_t)WORD), b,
+                            &ok_page, &ra)) {
         break;
       }
-      if (row->fp_off == PPRT__CFI_FP_UNKNOWN)
+      if (row->fp_off == PPRT__CFI_FP_LOST)
         nfp = 0;
       else if (row->fp_off != 0 &&
-               !read_word(cfa + (uintptr_t)(intptr_t)row->fp_off, b, &ok_page, &nfp))
+               !read_word(cfa + (uintptr_t)((intptr_t)row->fp_off * (intptr_t)WORD), b, &ok_page,
+                          &nfp))
         break;
-      if (PPRT__CFI_ROW_RA_SIGNED(row))
+      if (pac)
         ra = pprt__unwind_strip_pac(ra);
       sp_ok = 1;
     }

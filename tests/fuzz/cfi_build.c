@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
       .frame = {bytes, n, addr},
       .debug_frame = (flags & 2) != 0,
       .text_lo = 0,
-      .text_hi = (uint64_t)1 << 31,
+      .text_hi = (uint64_t)1 << 24, /* the bucket index grows with the code's span */
       .max_rows = 1 << 16,
   };
   if (!(flags & 6) && hlen <= n)
@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
     __builtin_trap();
   if (t != NULL) {
     for (size_t i = 0; i < t->n; i++) {
-      if (PPRT__CFI_ROW_KIND(&t->rows[i]) > PPRT__CFI_SIGFRAME ||
+      if (PPRT__CFI_ROW_KIND(&t->rows[i]) > PPRT__CFI_CFA_FP_PAC ||
           (i > 0 && t->rows[i - 1].pc >= t->rows[i].pc))
         __builtin_trap();
       const pprt__cfi_row *r = pprt__cfi_lookup(t, t->base + t->rows[i].pc);
