@@ -3,8 +3,11 @@
  * (leaf functions still frameless), -O3 with sibling calls. Each shape is
  * one the frame-pointer walk loses callers in: a frameless leaf, a chain
  * of frameless callers, and a comparator called back through the C
- * library's qsort (Debian's glibc has no frame pointers). */
+ * library's qsort (Debian's glibc has no frame pointers); and the same
+ * leaf inside the program's own signal handler, whose callers are across
+ * the kernel's signal frame. */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -63,4 +66,35 @@ __attribute__((visibility("default"))) void cfi_work_run(double seconds) {
       cfi_sink += cfi_outer(n++);
     cfi_sort_caller(n);
   }
+}
+
+/* The program's own handler, interrupted by SIGPROF: its callers are on
+ * the far side of the signal frame and the C library's restorer. */
+static double g_handler_seconds;
+
+NOINLINE static void cfi_on_signal(int sig) {
+  (void)sig;
+  double end = cpu_now() + g_handler_seconds;
+  unsigned long n = 1;
+  while (cpu_now() < end)
+    for (int i = 0; i < 20; i++)
+      cfi_sink += cfi_outer(n++);
+}
+
+NOINLINE static void cfi_raise_caller(void) {
+  raise(SIGUSR1);
+  cfi_sink++;
+}
+
+/* Spends `seconds` of CPU in a SIGUSR1 handler (on the thread's own stack)
+ * that this raises. */
+__attribute__((visibility("default"))) void cfi_work_in_handler(double seconds) {
+  struct sigaction sa, old;
+  sa.sa_handler = cfi_on_signal;
+  sa.sa_flags = 0;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR1, &sa, &old);
+  g_handler_seconds = seconds;
+  cfi_raise_caller();
+  sigaction(SIGUSR1, &old, NULL);
 }

@@ -78,6 +78,38 @@ static shape_count count_shape(const Pprt__Profile *p, const char *leaf,
   return c;
 }
 
+/* The leaf's callers inside the program's own signal handler: the
+ * handler, then across the signal frame, the function that raised it. */
+static void profile_in_handler(void **state) {
+  (void)state;
+  void *h = dlopen(g_libs[0], RTLD_NOW | RTLD_LOCAL);
+  assert_non_null(h);
+  void (*run)(double) = (void (*)(double))dlsym(h, "cfi_work_in_handler");
+  assert_non_null(run);
+  membuf m = {0};
+  pprt_cpu_options o = {.size = sizeof o, .hz = 1000, .unwinder = PPRT_UNWIND_CFI};
+  assert_int_equal(pprt_cpu_start(&o, mem_writer(&m)), 0);
+  run(2.0);
+  assert_int_equal(pprt_cpu_stop(), 0);
+  Pprt__Profile *p = NULL;
+  char err[256];
+  if (pprt__profile_decode(m.data, m.len, &p, err, sizeof err) != 0)
+    fail_msg("profile does not decode: %s", err);
+  static const char *const callers[] = {"cfi_middle", "cfi_outer", "cfi_on_signal",
+                                        "cfi_raise_caller", "cfi_work_in_handler",
+                                        "profile_in_handler", NULL};
+  shape_count c = count_shape(p, "cfi_leaf", callers);
+  double share = c.samples ? (double)c.whole / (double)c.samples : 0;
+  printf("in the program's signal handler: leaf %5.1f%% of %lld with every caller across the "
+         "signal frame\n",
+         100 * share, (long long)c.samples);
+  assert_true(c.samples >= 50);
+  if (share < 0.95)
+    fail_msg("callers across the signal frame on %.1f%% of samples, want >= 95%%", 100 * share);
+  pprt__profile_decoded_free(p);
+  mem_free(&m);
+}
+
 /* Profiles `run` for `seconds` of CPU with unwinder u; checks both shapes. */
 static void profile_build(size_t which, pprt_unwinder u, double min_share) {
   void *h = NULL;
@@ -237,6 +269,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(cfi_fno_omit_frame_pointer),
       cmocka_unit_test(cfi_o3),
       cmocka_unit_test(cfi_dlopen_after_start),
+      cmocka_unit_test(profile_in_handler),
       cmocka_unit_test(fp_for_comparison),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
