@@ -427,6 +427,13 @@ typedef struct pprt__os_sigframe {
 } pprt__os_sigframe;
 int pprt__os_sigframe_layout(pprt__os_sigframe *l);
 
+/* 1 when the code at pc is the kernel's signal return trampoline (a
+ * handler's return address), recognised by its instructions: for a
+ * trampoline without unwind information (qemu-user's, an old vDSO's, a
+ * C library's without CFI). Probes that the code is readable first.
+ * AS-safe. 0 on FreeBSD and Darwin. */
+int pprt__os_is_sigreturn(uintptr_t pc);
+
 /* ---- symbols --------------------------------------------------------------- */
 
 /* In-process symbolization for the profile builder: the name of the function

@@ -325,6 +325,9 @@ static inline __attribute__((always_inline)) size_t walk(const pprt__os_regs *re
       kind -= PPRT__CFI_CFA_SP_PAC; /* to CFA_SP or CFA_FP */
     if ((kind == PPRT__CFI_CFA_SP || kind == PPRT__CFI_PLT) && !sp_ok)
       kind = PPRT__CFI_FP_RULE;
+    /* A handler's return into a trampoline that has no unwind info. */
+    if (row == NULL && !exact && pprt__os_is_sigreturn(pc))
+      kind = PPRT__CFI_SIGFRAME;
     if (kind == PPRT__CFI_CFA_FP && fp == 0)
       break; /* its frame pointer was lost on the way up */
     uintptr_t cfa, ra, nfp = fp;

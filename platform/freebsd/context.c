@@ -47,6 +47,11 @@ int pprt__os_sigframe_layout(pprt__os_sigframe *l) {
   return -ENOTSUP;
 }
 
+int pprt__os_is_sigreturn(uintptr_t pc) {
+  (void)pc;
+  return 0;
+}
+
 static int sigmask_faults(uintptr_t p) {
   return syscall(SYS_sigprocmask, -1, (void *)p, NULL) != 0 && errno == EFAULT;
 }

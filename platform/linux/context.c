@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -55,6 +56,23 @@ int pprt__os_sigframe_layout(pprt__os_sigframe *l) {
   return -ENOTSUP;
 #endif
   return 0;
+}
+
+/* glibc's x86_64 __restore_rt: mov $15, %rax; syscall. The aarch64
+ * vDSO's (and qemu-user's) __kernel_rt_sigreturn: mov x8, #139; svc #0. */
+int pprt__os_is_sigreturn(uintptr_t pc) {
+#if defined(__x86_64__)
+  static const uint8_t code[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+#elif defined(__aarch64__)
+  static const uint8_t code[] = {0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4};
+#else
+  static const uint8_t code[] = {0};
+  return 0;
+#endif
+  uintptr_t page = pc & ~(uintptr_t)4095, last = (pc + sizeof code - 1) & ~(uintptr_t)4095;
+  if (!pprt__os_readable(page) || (last != page && !pprt__os_readable(last)))
+    return 0;
+  return memcmp((const void *)pc, code, sizeof code) == 0;
 }
 
 /* The kernel reads the 8-byte signal set at p before it looks at `how`, so
