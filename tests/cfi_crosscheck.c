@@ -1,6 +1,7 @@
 /* The CFI walk against libunwind's, frame by frame, on the same contexts:
  * worker threads run a workload built without frame pointers (GCC's -O2
- * default; a qsort callback through the C library; the vDSO's clock), the
+ * default; a qsort callback through the C library; the vDSO's clock; code
+ * inside the program's own signal handler, across the signal frame), the
  * main thread interrupts them with pthread_kill at thousands of random
  * points, and the handler walks its ucontext both ways: pprt's cfi walk
  * from the registers, libunwind's unw_init_local2 with
@@ -31,11 +32,12 @@
 #include "pprt.h"
 
 void cfi_work_run(double seconds);
+void cfi_work_in_handler(double seconds);
 
 #define MAXF 64
 #define WORKERS 2
 
-static atomic_long g_frames, g_total, g_agree, g_shorter, g_longer, g_differ;
+static atomic_long g_sigframes, g_frames, g_total, g_agree, g_shorter, g_longer, g_differ;
 static atomic_int g_stop;
 
 typedef struct example {
@@ -54,14 +56,18 @@ static void on_usr2(int sig, siginfo_t *info, void *uc) {
   if (pprt__os_context_regs(uc, &regs) == 0)
     na = pprt__unwind_cfi(&regs, pprt__thread_self()->stack, a, MAXF);
   unw_cursor_t c;
+  int crossed = 0;
   if (unw_init_local2(&c, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) == 0) {
     do {
       unw_word_t ip;
       if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
         break;
       b[nb++] = (uintptr_t)ip;
+      crossed |= nb > 1 && unw_is_signal_frame(&c) > 0;
     } while (nb < MAXF && unw_step(&c) > 0);
   }
+  if (crossed)
+    atomic_fetch_add(&g_sigframes, 1);
   atomic_fetch_add(&g_total, 1);
   atomic_fetch_add(&g_frames, (long)na);
   size_t same = 0;
@@ -92,11 +98,17 @@ static void on_usr2(int sig, siginfo_t *info, void *uc) {
   }
 }
 
+/* Worker 0 also spends half its time in its own SIGUSR1 handler, so some
+ * contexts are walked across a signal frame (only one worker: the handler
+ * is process-wide and each call installs and restores it). */
 static void *worker(void *arg) {
-  (void)arg;
+  int in_handler = arg != NULL;
   pprt_thread_register(); /* the stack bounds both walks are held to */
-  while (!atomic_load(&g_stop))
+  while (!atomic_load(&g_stop)) {
     cfi_work_run(0.05);
+    if (in_handler)
+      cfi_work_in_handler(0.05);
+  }
   return NULL;
 }
 
@@ -120,7 +132,7 @@ int main(int argc, char **argv) {
   sigaction(SIGUSR2, &sa, NULL);
   pthread_t t[WORKERS];
   for (int i = 0; i < WORKERS; i++)
-    pthread_create(&t[i], NULL, worker, NULL);
+    pthread_create(&t[i], NULL, worker, i == 0 ? (void *)1 : NULL);
   unsigned seed = (unsigned)time(NULL);
   for (long r = 0; r < rounds; r++) {
     pthread_kill(t[rand_r(&seed) % WORKERS], SIGUSR2);
@@ -132,8 +144,10 @@ int main(int argc, char **argv) {
   long total = atomic_load(&g_total), agree = atomic_load(&g_agree);
   double rate = total ? (double)agree / (double)total : 0;
   printf("cfi vs libunwind: %ld of %ld interrupted contexts agree frame by frame (%.3f%%); "
-         "%.1f frames a stack; pprt shorter %ld, pprt longer %ld, a pc differs %ld\n",
-         agree, total, 100 * rate, total ? (double)atomic_load(&g_frames) / (double)total : 0.0, atomic_load(&g_shorter), atomic_load(&g_longer),
+         "%.1f frames a stack, %ld across a signal frame; pprt shorter %ld, pprt longer %ld, a pc "
+         "differs %ld\n",
+         agree, total, 100 * rate, total ? (double)atomic_load(&g_frames) / (double)total : 0.0,
+         atomic_load(&g_sigframes), atomic_load(&g_shorter), atomic_load(&g_longer),
          atomic_load(&g_differ));
   int nex = atomic_load(&g_nex);
   for (int i = 0; i < nex && i < 4; i++) {
