@@ -85,7 +85,7 @@
 #include "core/unwind.h"
 #include "pprt.h"
 
-void bench_cfi_tables(void); /* bench/cpu_cfi.c */
+#include "bench/cpu_handler.h"
 
 #define THREADS 2
 #define WORK_DEPTH 16 /* the workload's frames above its leaf */
@@ -753,7 +753,6 @@ static void bench_workload(void) {
 
 /* ---- 2: handler cost per sample ------------------------------------------------------ */
 
-enum { H_EMPTY, H_FP, H_LIBUNWIND, H_CFI };
 
 #define HANDLER_MAX_DEPTH 256 /* the pcs array of pprt's record() */
 #define EXTRA_FRAMES 8        /* recursion beyond the depth walked */
@@ -809,13 +808,10 @@ __attribute__((noinline)) static void raise_at_depth(int depth, long n) {
     raise(SIGPROF);
 }
 
-typedef struct hcost {
-  double empty_ns, full_ns, inside_ns, frames;
-} hcost;
 
 /* ns per signal with the empty handler and with mode, batches alternating
  * for about `seconds`, medians of the batches. */
-static hcost measure_handler(int mode, size_t depth, long batch, double seconds) {
+hcost measure_handler(int mode, size_t depth, long batch, double seconds) {
   static double e[4096], f[4096];
   hcost h = {0, 0, 0, 0};
   g_depth = depth;
@@ -927,7 +923,7 @@ static double clock_cost_ns(void) {
   return (double)(pprt__os_monotonic_ns() - t0) / 100000;
 }
 
-static void print_hcost(const char *name, size_t depth, hcost h) {
+void print_hcost(const char *name, size_t depth, hcost h) {
   double cost = h.full_ns - h.empty_ns;
   char inside[32] = "-";
   if (!isnan(h.inside_ns))
@@ -943,7 +939,7 @@ static double fp64_cost = NAN, fp64_live_cost = NAN;
 /* The handler's ring and signal, set up once for parts 2 and "unwind". */
 static pprt__os_sigsave g_hsave;
 
-static void handler_setup(void) {
+void handler_setup(void) {
   if (pprt__ring_init(&g_ring, (size_t)1 << 17, 2, 100) != 0 ||
       (g_readbuf = malloc(g_ring.max_record * sizeof *g_readbuf)) == NULL) {
     fprintf(stderr, "bench/cpu: ring init failed\n");
@@ -961,59 +957,10 @@ static void handler_setup(void) {
     fprintf(stderr, "bench/cpu: cfi tables could not be built\n");
 }
 
-static void handler_teardown(void) {
+void handler_teardown(void) {
   pprt__os_signal_restore(SIGPROF, &g_hsave);
   pprt__ring_destroy(&g_ring);
   free(g_readbuf);
-}
-
-/* "cpu unwind": the three unwinders in one run, as ratios, then the
- * tables' build time and size (bench/cpu_cfi.c). */
-static void bench_unwinders(void) {
-  handler_setup();
-  printf("\nunwinders: handler cost per sample, raise(SIGPROF) at the bottom of a recursion\n"
-         "(frames built with frame pointers, so all three walk the same chain); handler =\n"
-         "per signal - empty handler, medians of alternating batches\n");
-  printf("\n  %-40s %11s %11s %11s %11s %7s\n", "", "per signal", "handler", "per frame", "timed",
-         "frames");
-  hcost f16 = measure_handler(H_FP, 16, 1000, 1.0), f64 = measure_handler(H_FP, 64, 1000, 1.0);
-  print_hcost("fp, 16 frames", 16, f16);
-  print_hcost("fp, 64 frames", 64, f64);
-  hcost c16 = {NAN, NAN, NAN, 1}, c64 = c16, u16 = c16, u64 = c16;
-  if (pprt__have_cfi) {
-    c16 = measure_handler(H_CFI, 16, 1000, 1.0);
-    c64 = measure_handler(H_CFI, 64, 1000, 1.0);
-    print_hcost("cfi, 16 frames", 16, c16);
-    print_hcost("cfi, 64 frames", 64, c64);
-  }
-#ifdef BENCH_HAVE_LIBUNWIND
-  u16 = measure_handler(H_LIBUNWIND, 16, 200, 1.0);
-  u64 = measure_handler(H_LIBUNWIND, 64, 50, 1.5);
-  print_hcost("libunwind, 16 frames", 16, u16);
-  print_hcost("libunwind, 64 frames", 64, u64);
-#endif
-  /* Per frame: the slope between 16 and 64 frames, which leaves out the
-   * signal, the ring write and the first lookups. */
-  double fpf = ((f64.full_ns - f64.empty_ns) - (f16.full_ns - f16.empty_ns)) / 48;
-  double cf = ((c64.full_ns - c64.empty_ns) - (c16.full_ns - c16.empty_ns)) / 48;
-  double uf = ((u64.full_ns - u64.empty_ns) - (u16.full_ns - u16.empty_ns)) / 48;
-  printf("\n  per frame (64 vs 16), by handler: fp %.1f ns, cfi %.1f ns, libunwind %.1f ns\n", fpf,
-         cf, uf);
-  printf("  cfi / fp per frame: %.2fx (target <= 2x); libunwind / cfi per frame: %.1fx "
-         "(target >= 10x)\n",
-         cf / fpf, uf / cf);
-  /* The same slope from the handler's own clock: no signal delivery in it,
-   * so less of the machine's noise. */
-  double fpt = (f64.inside_ns - f16.inside_ns) / 48, ct = (c64.inside_ns - c16.inside_ns) / 48,
-         ut = (u64.inside_ns - u16.inside_ns) / 48;
-  printf("  per frame (64 vs 16), timed inside: fp %.1f ns, cfi %.1f ns, libunwind %.1f ns;\n"
-         "    cfi / fp %.2fx, libunwind / cfi %.1fx\n",
-         fpt, ct, ut, ct / fpt, ut / ct);
-  printf("  at 64 frames, whole handler: cfi / fp %.2fx, libunwind / cfi %.1fx\n",
-         (c64.full_ns - c64.empty_ns) / (f64.full_ns - f64.empty_ns),
-         (u64.full_ns - u64.empty_ns) / (c64.full_ns - c64.empty_ns));
-  handler_teardown();
-  bench_cfi_tables();
 }
 
 static void bench_handler_cost(void) {

@@ -1,13 +1,17 @@
-/* bench/cpu's table part (`cpu unwind`): what the CFI unwinder's tables
- * cost to build and hold, for the C library, libstdc++ and the largest
- * shared library found, each loaded into this process and compiled by the
- * same refresh the profiler runs. Targets: the C library in <= 10 ms and
- * <= 2x its unwind information. */
+/* bench/cpu's unwinder part (`cpu unwind`): the handler's cost with each
+ * unwinder, cfi against fp and libunwind in one run, as ratios (targets:
+ * cfi <= 2x fp per frame, libunwind >= 10x cfi); then what the CFI
+ * unwinder's tables cost to build and hold, for the C library, libstdc++
+ * and the largest shared library found, each loaded into this process and
+ * compiled by the same refresh the profiler runs (targets: the C library in
+ * <= 10 ms and <= 2x its unwind information). */
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/cpu_handler.h"
 #include "core/cfi.h"
 #include "core/unwind.h"
 
@@ -65,4 +69,53 @@ void bench_cfi_tables(void) {
          "  table: 8-byte rows (pc, CFA rule, fp and return-address slots; neighbours with\n"
          "  the same rule merged) and a 4-byte index entry per 256 bytes of code.\n");
   (void)cxx;
+}
+
+/* "cpu unwind": the three unwinders in one run, as ratios, then the
+ * tables' build time and size (bench/cpu_cfi.c). */
+void bench_unwinders(void) {
+  handler_setup();
+  printf("\nunwinders: handler cost per sample, raise(SIGPROF) at the bottom of a recursion\n"
+         "(frames built with frame pointers, so all three walk the same chain); handler =\n"
+         "per signal - empty handler, medians of alternating batches\n");
+  printf("\n  %-40s %11s %11s %11s %11s %7s\n", "", "per signal", "handler", "per frame", "timed",
+         "frames");
+  hcost f16 = measure_handler(H_FP, 16, 1000, 1.0), f64 = measure_handler(H_FP, 64, 1000, 1.0);
+  print_hcost("fp, 16 frames", 16, f16);
+  print_hcost("fp, 64 frames", 64, f64);
+  hcost c16 = {NAN, NAN, NAN, 1}, c64 = c16, u16 = c16, u64 = c16;
+  if (pprt__have_cfi) {
+    c16 = measure_handler(H_CFI, 16, 1000, 1.0);
+    c64 = measure_handler(H_CFI, 64, 1000, 1.0);
+    print_hcost("cfi, 16 frames", 16, c16);
+    print_hcost("cfi, 64 frames", 64, c64);
+  }
+#ifdef BENCH_HAVE_LIBUNWIND
+  u16 = measure_handler(H_LIBUNWIND, 16, 200, 1.0);
+  u64 = measure_handler(H_LIBUNWIND, 64, 50, 1.5);
+  print_hcost("libunwind, 16 frames", 16, u16);
+  print_hcost("libunwind, 64 frames", 64, u64);
+#endif
+  /* Per frame: the slope between 16 and 64 frames, which leaves out the
+   * signal, the ring write and the first lookups. */
+  double fpf = ((f64.full_ns - f64.empty_ns) - (f16.full_ns - f16.empty_ns)) / 48;
+  double cf = ((c64.full_ns - c64.empty_ns) - (c16.full_ns - c16.empty_ns)) / 48;
+  double uf = ((u64.full_ns - u64.empty_ns) - (u16.full_ns - u16.empty_ns)) / 48;
+  printf("\n  per frame (64 vs 16), by handler: fp %.1f ns, cfi %.1f ns, libunwind %.1f ns\n", fpf,
+         cf, uf);
+  printf("  cfi / fp per frame: %.2fx (target <= 2x); libunwind / cfi per frame: %.1fx "
+         "(target >= 10x)\n",
+         cf / fpf, uf / cf);
+  /* The same slope from the handler's own clock: no signal delivery in it,
+   * so less of the machine's noise. */
+  double fpt = (f64.inside_ns - f16.inside_ns) / 48, ct = (c64.inside_ns - c16.inside_ns) / 48,
+         ut = (u64.inside_ns - u16.inside_ns) / 48;
+  printf("  per frame (64 vs 16), timed inside: fp %.1f ns, cfi %.1f ns, libunwind %.1f ns;\n"
+         "    cfi / fp %.2fx, libunwind / cfi %.1fx\n",
+         fpt, ct, ut, ct / fpt, ut / ct);
+  printf("  at 64 frames, whole handler: cfi / fp %.2fx, libunwind / cfi %.1fx\n",
+         (c64.full_ns - c64.empty_ns) / (f64.full_ns - f64.empty_ns),
+         (u64.full_ns - u64.empty_ns) / (c64.full_ns - c64.empty_ns));
+  handler_teardown();
+  bench_cfi_tables();
 }
