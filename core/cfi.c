@@ -692,9 +692,32 @@ static enum pprt__cfi_status from_section(builder *b, uint64_t off) {
   return PPRT__CFI_OK;
 }
 
-static int row_cmp(const void *x, const void *y) {
-  const pprt__cfi_row *a = x, *b = y;
-  return a->pc < b->pc ? -1 : a->pc > b->pc;
+/* A row and the order it was made in: sorting must keep that order among
+ * rows at the same pc (the last one wins). */
+typedef struct seq_row {
+  pprt__cfi_row row;
+  size_t seq;
+} seq_row;
+
+static int seq_row_cmp(const void *x, const void *y) {
+  const seq_row *a = x, *b = y;
+  if (a->row.pc != b->row.pc)
+    return a->row.pc < b->row.pc ? -1 : 1;
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Sorts rows by pc, stably. Returns 0, or -1 without memory. */
+static int sort_rows(pprt__cfi_row *v, size_t n) {
+  seq_row *t = malloc(n * sizeof *t);
+  if (t == NULL)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    t[i] = (seq_row){v[i], i};
+  qsort(t, n, sizeof *t, seq_row_cmp);
+  for (size_t i = 0; i < n; i++)
+    v[i] = t[i].row;
+  free(t);
+  return 0;
 }
 
 enum pprt__cfi_status pprt__cfi_build(const pprt__cfi_input *in, pprt__cfi_table **out) {
@@ -739,8 +762,11 @@ enum pprt__cfi_status pprt__cfi_build(const pprt__cfi_input *in, pprt__cfi_table
   int sorted = 1;
   for (size_t i = 1; i < n && sorted; i++)
     sorted = v[i - 1].pc <= v[i].pc;
-  if (!sorted)
-    qsort(v, n, sizeof *v, row_cmp); /* .debug_frame has no index */
+  /* .debug_frame has no index, and FDEs may overlap. */
+  if (!sorted && sort_rows(v, n) != 0) {
+    free(v);
+    return PPRT__CFI_NOMEM;
+  }
   /* Merge: a row equal to the one before it adds nothing; of rows at the
    * same pc the last (a function's first row after another's gap) wins. */
   size_t m = 0;

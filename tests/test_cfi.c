@@ -4,8 +4,8 @@
  * really had; the tables' life cycle (an image dlopen'ed after start) and
  * their bounds on bad input.
  *
- * argv: the workload libraries, in the order of `builds` below; the last
- * one is dlopen'ed only after the profiler has started. */
+ * argv: the workload libraries, in the order of `builds` below; LATE is
+ * dlopen'ed only after the profiler has started. */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,8 +26,10 @@
 static const char *const builds[] = {"-O2 (GCC default: no frame pointers)",
                                      "-O2 -fno-omit-frame-pointer (frameless leaves)",
                                      "-O3 -foptimize-sibling-calls",
-                                     "-O2, dlopen'ed after the profiler started"};
+                                     "-O2, dlopen'ed after the profiler started",
+                                     "-O2, no .eh_frame: .debug_frame only (-g)"};
 #define NBUILDS (sizeof builds / sizeof builds[0])
+#define LATE 3 /* the build dlopen'ed once the profiler runs */
 static const char *g_libs[NBUILDS];
 
 static const char *fn_name(const Pprt__Profile *p, uint64_t loc_id) {
@@ -113,7 +115,7 @@ static void profile_in_handler(void **state) {
 /* Profiles `run` for `seconds` of CPU with unwinder u; checks both shapes. */
 static void profile_build(size_t which, pprt_unwinder u, double min_share) {
   void *h = NULL;
-  if (which != NBUILDS - 1) {
+  if (which != LATE) {
     h = dlopen(g_libs[which], RTLD_NOW | RTLD_LOCAL);
     assert_non_null(h);
   }
@@ -126,7 +128,9 @@ static void profile_build(size_t which, pprt_unwinder u, double min_share) {
   }
   void (*run)(double) = (void (*)(double))dlsym(h, "cfi_work_run");
   assert_non_null(run);
-  run(3.0);
+  /* The late library walks by frame pointers until the reader has built
+   * its table (within ~100 ms, longer on a busy machine): a longer run. */
+  run(which == LATE ? 5.0 : 3.0);
   assert_int_equal(pprt_cpu_stop(), 0);
   Pprt__Profile *p = NULL;
   char err[256];
@@ -174,7 +178,12 @@ static void cfi_o3(void **state) {
 
 static void cfi_dlopen_after_start(void **state) {
   (void)state;
-  profile_build(3, PPRT_UNWIND_CFI, 0.95);
+  profile_build(LATE, PPRT_UNWIND_CFI, 0.95);
+}
+
+static void cfi_debug_frame_only(void **state) {
+  (void)state;
+  profile_build(4, PPRT_UNWIND_CFI, 0.95);
 }
 
 /* What the frame-pointer walk gets on the same code, for the record: the
@@ -269,6 +278,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(cfi_fno_omit_frame_pointer),
       cmocka_unit_test(cfi_o3),
       cmocka_unit_test(cfi_dlopen_after_start),
+      cmocka_unit_test(cfi_debug_frame_only),
       cmocka_unit_test(profile_in_handler),
       cmocka_unit_test(fp_for_comparison),
   };
