@@ -150,7 +150,7 @@ static void retire(set *old, const set *now) {
   if (old == NULL)
     return;
   /* Walks that loaded the old pointer finish first; new ones see `now`. */
-  while (atomic_load_explicit(&g_walkers, memory_order_acquire) != 0)
+  while (atomic_load_explicit(&g_walkers, memory_order_seq_cst) != 0)
     sched_yield();
   for (size_t i = 0; i < old->n; i++) {
     int kept = 0;
@@ -163,7 +163,30 @@ static void retire(set *old, const set *now) {
   free(old);
 }
 
+/* fork: the set is whole in the child (g_lock held across the fork), but
+ * walks that other threads were in never finish there. */
+static void atfork_prepare(void) {
+  pthread_mutex_lock(&g_lock);
+}
+
+static void atfork_parent(void) {
+  pthread_mutex_unlock(&g_lock);
+}
+
+static void atfork_child(void) {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  g_lock = fresh;
+  atomic_store(&g_walkers, 0);
+}
+
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+
+static void install_atfork(void) {
+  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
 int pprt__cfi_refresh(void) {
+  pthread_once(&g_atfork_once, install_atfork);
   pthread_mutex_lock(&g_lock);
   set *old = atomic_load_explicit(&g_set, memory_order_relaxed);
   uint64_t gen = pprt__os_loader_generation();
@@ -181,7 +204,7 @@ int pprt__cfi_refresh(void) {
     if (c.n)
       memcpy(s->img, c.v, c.n * sizeof *s->img);
     qsort(s->img, s->n, sizeof *s->img, image_cmp);
-    atomic_store_explicit(&g_set, s, memory_order_release);
+    atomic_store_explicit(&g_set, s, memory_order_seq_cst);
     retire(old, s);
   } else {
     /* Keep the set we have; free only what this attempt built. */
@@ -297,15 +320,21 @@ static int read_sigframe(uintptr_t sp, pprt__stack_bounds b, uintptr_t *ok_page,
   return 1;
 }
 
-static inline __attribute__((always_inline)) size_t walk(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *pcs,
-                   uintptr_t *sps, size_t max) {
-  atomic_fetch_add_explicit(&g_walkers, 1, memory_order_acquire);
-  const set *s = atomic_load_explicit(&g_set, memory_order_acquire);
+/* The walk; sps, when not NULL, receives each frame's sp. Inlined into its
+ * two callers so the handler's copy has no sps branches. */
+static inline __attribute__((always_inline)) size_t walk(const pprt__os_regs *regs,
+                                                         pprt__stack_bounds b, uintptr_t *pcs,
+                                                         uintptr_t *sps, size_t max) {
+  /* Sequentially consistent, with the swap and the check in retire: either
+   * retire sees this walk's count, or this walk sees the new set. */
+  atomic_fetch_add_explicit(&g_walkers, 1, memory_order_seq_cst);
+  const set *s = atomic_load_explicit(&g_set, memory_order_seq_cst);
   uintptr_t pc = regs->pc, sp = regs->sp, fp = regs->fp, lr = regs->lr, ok_page = 0;
   int exact = 1;    /* pc is the instruction itself, not a return address */
   int lr_ok = 1;    /* lr still holds this frame's return address */
   int sp_ok = 1;    /* sp is this frame's (an aarch64 fp step loses it) */
   const image *im = NULL;
+  int probes = 4; /* trampoline checks left: each costs system calls */
   size_t n = 0;
   while (n < max) {
     if (sps)
@@ -325,8 +354,9 @@ static inline __attribute__((always_inline)) size_t walk(const pprt__os_regs *re
       kind -= PPRT__CFI_CFA_SP_PAC; /* to CFA_SP or CFA_FP */
     if ((kind == PPRT__CFI_CFA_SP || kind == PPRT__CFI_PLT) && !sp_ok)
       kind = PPRT__CFI_FP_RULE;
-    /* A handler's return into a trampoline that has no unwind info. */
-    if (row == NULL && !exact && pprt__os_is_sigreturn(pc))
+    /* A handler's return into a trampoline outside every image (qemu-user's,
+     * a kernel's without a vDSO): recognised by its code. */
+    if (im == NULL && !exact && probes > 0 && (probes--, pprt__os_is_sigreturn(pc)))
       kind = PPRT__CFI_SIGFRAME;
     if (kind == PPRT__CFI_CFA_FP && fp == 0)
       break; /* its frame pointer was lost on the way up */
