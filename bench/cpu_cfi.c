@@ -17,9 +17,13 @@
 
 /* Tried in order; the first that loads is "the largest binary". Override
  * with BENCH_CFI_LARGE=/path/to/lib.so. */
-static const char *const large_candidates[] = {
-    "libLLVM-17.so.1", "libLLVM-16.so.1", "libLLVM-15.so.1", "libLLVM-14.so.1",
-    "libLLVM.so",      "libicui18n.so.72", NULL};
+static const char *const large_candidates[] = {"libLLVM-17.so.1",
+                                               "libLLVM-16.so.1",
+                                               "libLLVM-15.so.1",
+                                               "libLLVM-14.so.1",
+                                               "libLLVM.so",
+                                               "libicui18n.so.72",
+                                               NULL};
 
 static void report(const char *label, const char *path_part) {
   pprt__cfi_image_stat st;
@@ -52,8 +56,7 @@ void bench_cfi_tables(void) {
       large = large_candidates[i];
   pprt__cfi_refresh(); /* compiles what was just loaded; the rest is kept */
   printf("\ncfi tables: compiled outside the handler, one per loaded image\n\n");
-  printf("  %-28s %12s %15s %12s %12s %7s\n", "", "build", "rows", "table", "unwind info",
-         "ratio");
+  printf("  %-28s %12s %15s %12s %12s %7s\n", "", "build", "rows", "table", "unwind info", "ratio");
   report("libc", "/libc.so");
   report("libstdc++", "libstdc++");
   if (big)

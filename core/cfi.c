@@ -99,22 +99,49 @@ static void rd_skip(rd *r, uint64_t n) {
 static uint64_t rd_ptr(rd *r, uint8_t enc, uint64_t data) {
   uint64_t at = r->addr, v;
   switch (enc & 0x0f) {
-  case 0x00: v = rd_u(r, 8); break; /* absptr: pprt's ELF targets are 64-bit */
-  case 0x01: v = rd_uleb(r); break;
-  case 0x02: v = rd_u(r, 2); break;
-  case 0x03: v = rd_u(r, 4); break;
-  case 0x04: v = rd_u(r, 8); break;
-  case 0x09: v = (uint64_t)rd_sleb(r); break;
-  case 0x0a: v = (uint64_t)(int64_t)(int16_t)rd_u(r, 2); break;
-  case 0x0b: v = (uint64_t)(int64_t)(int32_t)rd_u(r, 4); break;
-  case 0x0c: v = rd_u(r, 8); break;
-  default: r->bad = 1; return 0;
+  case 0x00: /* absptr: pprt's ELF targets are 64-bit */
+    v = rd_u(r, 8);
+    break;
+  case 0x01:
+    v = rd_uleb(r);
+    break;
+  case 0x02:
+    v = rd_u(r, 2);
+    break;
+  case 0x03:
+    v = rd_u(r, 4);
+    break;
+  case 0x04:
+    v = rd_u(r, 8);
+    break;
+  case 0x09:
+    v = (uint64_t)rd_sleb(r);
+    break;
+  case 0x0a:
+    v = (uint64_t)(int64_t)(int16_t)rd_u(r, 2);
+    break;
+  case 0x0b:
+    v = (uint64_t)(int64_t)(int32_t)rd_u(r, 4);
+    break;
+  case 0x0c:
+    v = rd_u(r, 8);
+    break;
+  default:
+    r->bad = 1;
+    return 0;
   }
   switch (enc & 0x70) {
-  case 0x00: break;
-  case PE_PCREL: v += at; break;
-  case PE_DATAREL: v += data; break;
-  default: r->bad = 1; return 0;
+  case 0x00:
+    break;
+  case PE_PCREL:
+    v += at;
+    break;
+  case PE_DATAREL:
+    v += data;
+    break;
+  default:
+    r->bad = 1;
+    return 0;
   }
   return v;
 }
@@ -315,8 +342,8 @@ static pprt__cfi_row make_row(const arch *a, unsigned machine, const state *st, 
     return row;
   /* The return address: saved in the frame, or (aarch64) still in x30. */
   int64_t ra = 0, fp = 0;
-  if (st->ra_how == R_OFFSET && st->ra_off != 0 && st->ra_off % 8 == 0 &&
-      st->ra_off / 8 >= -127 && st->ra_off / 8 <= 127)
+  if (st->ra_how == R_OFFSET && st->ra_off != 0 && st->ra_off % 8 == 0 && st->ra_off / 8 >= -127 &&
+      st->ra_off / 8 <= 127)
     ra = st->ra_off / 8;
   else if (!(st->ra_how == R_SAME && machine == PPRT__CFI_AARCH64))
     return row;
@@ -414,9 +441,18 @@ static enum pprt__cfi_status run(interp *it, rd *r, uint64_t end_pc) {
         adv = 1;
         break;
       }
-      case 0x02: delta = rd_u(r, 1) * c->code_align; adv = 1; break;
-      case 0x03: delta = rd_u(r, 2) * c->code_align; adv = 1; break;
-      case 0x04: delta = rd_u(r, 4) * c->code_align; adv = 1; break;
+      case 0x02:
+        delta = rd_u(r, 1) * c->code_align;
+        adv = 1;
+        break;
+      case 0x03:
+        delta = rd_u(r, 2) * c->code_align;
+        adv = 1;
+        break;
+      case 0x04:
+        delta = rd_u(r, 4) * c->code_align;
+        adv = 1;
+        break;
       case 0x05: /* offset_extended */
         reg = rd_uleb(r);
         set_reg(it, (unsigned)reg, R_OFFSET, mul((int64_t)rd_uleb(r), c->data_align));
@@ -539,8 +575,8 @@ typedef struct builder {
   cie cache[CIE_CACHE];
   size_t ncache, next_slot;
   rows rs;
-  uint64_t lo, hi;           /* link-time span of the rows */
-  uint64_t rec_lo, rec_hi;   /* span of the records read */
+  uint64_t lo, hi;         /* link-time span of the rows */
+  uint64_t rec_lo, rec_hi; /* span of the records read */
 } builder;
 
 static enum pprt__cfi_status cie_get(builder *b, uint64_t off, const cie **out) {
@@ -808,8 +844,7 @@ enum pprt__cfi_status pprt__cfi_build(const pprt__cfi_input *in, pprt__cfi_table
 
 const char *pprt__cfi_status_name(enum pprt__cfi_status st) {
   static const char *const names[PPRT__CFI_NSTATUS] = {
-      "ok",          "no unwind tables", "unknown machine", "bad .eh_frame_hdr",
-      "truncated",   "bad CIE",          "unknown opcode",  "FDE outside the image",
-      "over budget", "out of memory"};
+      "ok",      "no unwind tables", "unknown machine",       "bad .eh_frame_hdr", "truncated",
+      "bad CIE", "unknown opcode",   "FDE outside the image", "over budget",       "out of memory"};
   return (unsigned)st < PPRT__CFI_NSTATUS ? names[st] : "?";
 }

@@ -15,12 +15,12 @@
 
 /* What a row says about the frame of the pcs it covers. */
 enum pprt__cfi_kind {
-  PPRT__CFI_CFA_SP = 0,    /* CFA = sp + cfa_off words */
-  PPRT__CFI_CFA_FP = 1,    /* CFA = fp + cfa_off words */
-  PPRT__CFI_FP_RULE = 2,   /* no rule a row can express: use the frame pointer */
-  PPRT__CFI_OUTERMOST = 3, /* return address undefined: the end of the stack */
-  PPRT__CFI_PLT = 4,       /* x86_64 PLT: CFA = sp + 8, + 8 when (pc & 15) >= cfa_off */
-  PPRT__CFI_SIGFRAME = 5,  /* a signal trampoline ('S'): registers in the signal frame */
+  PPRT__CFI_CFA_SP = 0,     /* CFA = sp + cfa_off words */
+  PPRT__CFI_CFA_FP = 1,     /* CFA = fp + cfa_off words */
+  PPRT__CFI_FP_RULE = 2,    /* no rule a row can express: use the frame pointer */
+  PPRT__CFI_OUTERMOST = 3,  /* return address undefined: the end of the stack */
+  PPRT__CFI_PLT = 4,        /* x86_64 PLT: CFA = sp + 8, + 8 when (pc & 15) >= cfa_off */
+  PPRT__CFI_SIGFRAME = 5,   /* a signal trampoline ('S'): registers in the signal frame */
   PPRT__CFI_CFA_SP_PAC = 6, /* CFA_SP with the return address signed (aarch64 PAC) */
   PPRT__CFI_CFA_FP_PAC = 7  /* CFA_FP likewise */
 };
@@ -52,7 +52,7 @@ typedef struct pprt__cfi_table {
   uint64_t base;
   uint64_t end;
   unsigned machine;
-  size_t src_bytes;  /* the span of CFI records it was compiled from */
+  size_t src_bytes; /* the span of CFI records it was compiled from */
   size_t n;
   size_t nbuckets;   /* (end >> PPRT__CFI_BUCKET_SHIFT) + 1 */
   uint32_t *buckets; /* in the same allocation, after the rows */
@@ -94,7 +94,7 @@ typedef struct pprt__cfi_input {
   uint64_t bias;         /* subtracted from decoded pcs: link-time addresses */
   uint64_t text_lo;      /* the image's code, link-time: FDEs must lie within */
   uint64_t text_hi;
-  size_t max_rows;       /* the memory budget in rows; 0: unbounded */
+  size_t max_rows; /* the memory budget in rows; 0: unbounded */
 } pprt__cfi_input;
 
 /* Compiles in into *out (malloc'd; free with free()). Never reads outside

@@ -389,21 +389,21 @@ int pprt__os_image_each(int (*fn)(const pprt__os_image *img, void *ctx), void *c
  * unwinder's tables (core/cfi.h). ELF systems only: Darwin keeps frame
  * pointers and has no implementation. */
 typedef struct pprt__os_unwind_source {
-  const char *path;      /* as pprt__os_image's; valid during the call */
-  uintptr_t start;       /* the image's code: first executable address */
-  uintptr_t limit;       /* one past the last */
-  uintptr_t load_bias;   /* runtime address minus link-time address */
-  unsigned machine;      /* ELF e_machine */
-  const uint8_t *hdr;    /* .eh_frame_hdr in memory (PT_GNU_EH_FRAME), or NULL */
+  const char *path;    /* as pprt__os_image's; valid during the call */
+  uintptr_t start;     /* the image's code: first executable address */
+  uintptr_t limit;     /* one past the last */
+  uintptr_t load_bias; /* runtime address minus link-time address */
+  unsigned machine;    /* ELF e_machine */
+  const uint8_t *hdr;  /* .eh_frame_hdr in memory (PT_GNU_EH_FRAME), or NULL */
   size_t hdr_len;
-  const uint8_t *frame;  /* the mapped segment holding .eh_frame, or .debug_frame
-                            read from the file when there is no .eh_frame; NULL
-                            when the image has neither */
+  const uint8_t *frame; /* the mapped segment holding .eh_frame, or .debug_frame
+                           read from the file when there is no .eh_frame; NULL
+                           when the image has neither */
   size_t frame_len;
-  uint64_t frame_addr;   /* the address frame[0] has: runtime for .eh_frame,
-                            0 for .debug_frame (its pcs are link-time) */
-  int debug_frame;       /* frame is .debug_frame */
-  size_t eh_bytes;       /* the unwind information's own size, for reports */
+  uint64_t frame_addr; /* the address frame[0] has: runtime for .eh_frame,
+                          0 for .debug_frame (its pcs are link-time) */
+  int debug_frame;     /* frame is .debug_frame */
+  size_t eh_bytes;     /* the unwind information's own size, for reports */
 } pprt__os_unwind_source;
 
 /* Calls fn for each loaded image with executable code (the vDSO included).

@@ -126,9 +126,7 @@ static int collect_one(const pprt__os_unwind_source *src, void *arg) {
       .bias = src->debug_frame ? 0 : src->load_bias,
       .text_lo = src->start - src->load_bias,
       .text_hi = src->limit - src->load_bias,
-      .max_rows = c->bytes < BUDGET_BYTES
-                      ? (BUDGET_BYTES - c->bytes) / sizeof(pprt__cfi_row)
-                      : 1,
+      .max_rows = c->bytes < BUDGET_BYTES ? (BUDGET_BYTES - c->bytes) / sizeof(pprt__cfi_row) : 1,
   };
   im->eh_bytes = src->eh_bytes;
   uint64_t t0 = pprt__os_monotonic_ns();
@@ -306,8 +304,7 @@ static inline __attribute__((always_inline)) int read_word(uintptr_t addr, pprt_
 
 /* The interrupted registers saved in a signal frame whose restorer runs
  * with stack pointer sp. */
-static int read_sigframe(uintptr_t sp, pprt__stack_bounds b, uintptr_t *ok_page,
-                         pprt__os_regs *r) {
+static int read_sigframe(uintptr_t sp, pprt__stack_bounds b, uintptr_t *ok_page, pprt__os_regs *r) {
   pprt__os_sigframe l;
   if (pprt__os_sigframe_layout(&l) != 0)
     return 0;
@@ -322,17 +319,16 @@ static int read_sigframe(uintptr_t sp, pprt__stack_bounds b, uintptr_t *ok_page,
 
 /* The walk; sps, when not NULL, receives each frame's sp. Inlined into its
  * two callers so the handler's copy has no sps branches. */
-static inline __attribute__((always_inline)) size_t walk(const pprt__os_regs *regs,
-                                                         pprt__stack_bounds b, uintptr_t *pcs,
-                                                         uintptr_t *sps, size_t max) {
+static inline __attribute__((always_inline)) size_t
+walk(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *pcs, uintptr_t *sps, size_t max) {
   /* Sequentially consistent, with the swap and the check in retire: either
    * retire sees this walk's count, or this walk sees the new set. */
   atomic_fetch_add_explicit(&g_walkers, 1, memory_order_seq_cst);
   const set *s = atomic_load_explicit(&g_set, memory_order_seq_cst);
   uintptr_t pc = regs->pc, sp = regs->sp, fp = regs->fp, lr = regs->lr, ok_page = 0;
-  int exact = 1;    /* pc is the instruction itself, not a return address */
-  int lr_ok = 1;    /* lr still holds this frame's return address */
-  int sp_ok = 1;    /* sp is this frame's (an aarch64 fp step loses it) */
+  int exact = 1; /* pc is the instruction itself, not a return address */
+  int lr_ok = 1; /* lr still holds this frame's return address */
+  int sp_ok = 1; /* sp is this frame's (an aarch64 fp step loses it) */
   const image *im = NULL;
   int probes = 4; /* trampoline checks left: each costs system calls */
   size_t n = 0;
@@ -400,8 +396,8 @@ static inline __attribute__((always_inline)) size_t walk(const pprt__os_regs *re
           break;
         ra = lr;
       } else if (cfa <= sp || cfa - sp > PPRT__UNWIND_MAX_FRAME ||
-                 !read_word(cfa + (uintptr_t)((intptr_t)row->ra_off * (intptr_t)WORD), b,
-                            &ok_page, &ra)) {
+                 !read_word(cfa + (uintptr_t)((intptr_t)row->ra_off * (intptr_t)WORD), b, &ok_page,
+                            &ra)) {
         break;
       }
       if (row->fp_off == PPRT__CFI_FP_LOST)
@@ -415,8 +411,7 @@ static inline __attribute__((always_inline)) size_t walk(const pprt__os_regs *re
       sp_ok = 1;
     }
     /* Stacks grow down: the caller's frame is above, and on this stack. */
-    if (cfa < sp || (cfa == sp && !(row && row->ra_off == 0)) || (b.hi && cfa > b.hi) ||
-        ra < PAGE)
+    if (cfa < sp || (cfa == sp && !(row && row->ra_off == 0)) || (b.hi && cfa > b.hi) || ra < PAGE)
       break;
     lr_ok = 0;
     exact = 0;

@@ -23,11 +23,10 @@
 #include "pprt.h"
 #include "tests/membuf.h"
 
-static const char *const builds[] = {"-O2 (GCC default: no frame pointers)",
-                                     "-O2 -fno-omit-frame-pointer (frameless leaves)",
-                                     "-O3 -foptimize-sibling-calls",
-                                     "-O2, dlopen'ed after the profiler started",
-                                     "-O2, no .eh_frame: .debug_frame only (-g)"};
+static const char *const builds[] = {
+    "-O2 (GCC default: no frame pointers)", "-O2 -fno-omit-frame-pointer (frameless leaves)",
+    "-O3 -foptimize-sibling-calls", "-O2, dlopen'ed after the profiler started",
+    "-O2, no .eh_frame: .debug_frame only (-g)"};
 #define NBUILDS (sizeof builds / sizeof builds[0])
 #define LATE 3 /* the build dlopen'ed once the profiler runs */
 static const char *g_libs[NBUILDS];
@@ -97,9 +96,9 @@ static void profile_in_handler(void **state) {
   char err[256];
   if (pprt__profile_decode(m.data, m.len, &p, err, sizeof err) != 0)
     fail_msg("profile does not decode: %s", err);
-  static const char *const callers[] = {"cfi_middle", "cfi_outer", "cfi_on_signal",
-                                        "cfi_raise_caller", "cfi_work_in_handler",
-                                        "profile_in_handler", NULL};
+  static const char *const callers[] = {
+      "cfi_middle",         "cfi_outer", "cfi_on_signal", "cfi_raise_caller", "cfi_work_in_handler",
+      "profile_in_handler", NULL};
   shape_count c = count_shape(p, "cfi_leaf", callers);
   double share = c.samples ? (double)c.whole / (double)c.samples : 0;
   printf("in the program's signal handler: leaf %5.1f%% of %lld with every caller across the "
@@ -212,12 +211,12 @@ static void libc_table(void **state) {
 static void malformed_input(void **state) {
   (void)state;
   /* A CIE (x86_64, zR, pcrel|sdata4) and one FDE for 0x1000..0x1010. */
-  uint8_t eh[] = {
-      0x14, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 0x10, 1, 0x1b, 0x0c, 7, 8, 0x90, 1, 0,
-      0,                                                      /* CIE, padded */
-      0x14, 0, 0, 0, 0x1c, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, /* FDE: pc filled in below */
-      0, 0x41, 0x0e, 0x10, 0x86, 0x02, 0, 0,                  /* aug 0; advance 1; cfa+16; rbp */
-      0, 0, 0, 0};
+  uint8_t eh[] = {0x14, 0,    0,    0,    0,    0,    0, 0, 1,    'z', 'R', 0,
+                  1,    0x78, 0x10, 1,    0x1b, 0x0c, 7, 8, 0x90, 1,   0,   0, /* CIE, padded */
+                  0x14, 0,    0,    0,    0x1c, 0,    0, 0, 0,    0,   0,   0,
+                  0x10, 0,    0,    0,                      /* FDE: pc filled in below */
+                  0,    0x41, 0x0e, 0x10, 0x86, 0x02, 0, 0, /* aug 0; advance 1; cfa+16; rbp */
+                  0,    0,    0,    0};
   uint64_t addr = 0x10000;
   int32_t rel = (int32_t)(0x1000 - (int64_t)(addr + 32));
   memcpy(eh + 32, &rel, 4);

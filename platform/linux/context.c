@@ -44,13 +44,13 @@ int pprt__os_context_regs(const void *ucontext, pprt__os_regs *regs) {
 int pprt__os_sigframe_layout(pprt__os_sigframe *l) {
 #if defined(__x86_64__)
   *l = (pprt__os_sigframe){offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]),
-                                  offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]),
-                                  offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]), SIZE_MAX};
+                           offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]),
+                           offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]), SIZE_MAX};
 #elif defined(__aarch64__)
   *l = (pprt__os_sigframe){sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext.pc),
-                                  sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext.sp),
-                                  sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext.regs[29]),
-                                  sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext.regs[30])};
+                           sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext.sp),
+                           sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext.regs[29]),
+                           sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext.regs[30])};
 #else
   (void)l;
   return -ENOTSUP;

@@ -61,8 +61,8 @@ static int find_debug_frame(const uint8_t *base, size_t size, const uint8_t **se
   for (size_t i = 0; i < eh.e_shnum; i++) {
     elf_shdr sh;
     memcpy(&sh, base + eh.e_shoff + i * sizeof sh, sizeof sh);
-    if (sh.sh_name >= str.sh_size || sh.sh_type != SHT_PROGBITS ||
-        (sh.sh_flags & SHF_COMPRESSED) || sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)
+    if (sh.sh_name >= str.sh_size || sh.sh_type != SHT_PROGBITS || (sh.sh_flags & SHF_COMPRESSED) ||
+        sh.sh_offset > size || sh.sh_size > size - sh.sh_offset)
       continue;
     const char *name = (const char *)base + str.sh_offset + sh.sh_name;
     size_t room = (size_t)(str.sh_size - sh.sh_name);
@@ -79,8 +79,7 @@ static int find_debug_frame(const uint8_t *base, size_t size, const uint8_t **se
 
 static int object_unwind(const pprt__elf_object *obj,
                          int (*fn)(const pprt__os_unwind_source *src, void *ctx), void *ctx) {
-  pprt__os_unwind_source src = {.path = obj->path, .load_bias = obj->bias,
-                                .machine = HOST_MACHINE};
+  pprt__os_unwind_source src = {.path = obj->path, .load_bias = obj->bias, .machine = HOST_MACHINE};
   uintptr_t lo = UINTPTR_MAX, hi = 0;
   const pprt__elf_phdr *eh_frame = NULL;
   for (size_t i = 0; i < obj->phnum; i++) {
@@ -118,8 +117,8 @@ static int object_unwind(const pprt__elf_object *obj,
     for (size_t i = 0; i < obj->phnum; i++) {
       const pprt__elf_phdr *ph = &obj->phdr[i];
       uintptr_t seg = obj->bias + (uintptr_t)ph->p_vaddr;
-      if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R) || at < seg ||
-          at - seg >= ph->p_filesz || eh_frame->p_memsz > ph->p_filesz - (at - seg))
+      if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R) || at < seg || at - seg >= ph->p_filesz ||
+          eh_frame->p_memsz > ph->p_filesz - (at - seg))
         continue;
       src.hdr = (const uint8_t *)at;
       src.hdr_len = (size_t)eh_frame->p_memsz;
