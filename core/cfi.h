@@ -104,19 +104,15 @@ enum pprt__cfi_status pprt__cfi_build(const pprt__cfi_input *in, pprt__cfi_table
 /* The row covering link-time address pc, or NULL. AS-safe. Inline: the
  * handler's walk calls it once a frame. */
 static inline const pprt__cfi_row *pprt__cfi_lookup(const pprt__cfi_table *t, uint64_t pc) {
-  if (pc < t->base || pc - t->base >= t->end || t->n == 0)
+  if (pc - t->base >= t->end || pc < t->base)
     return NULL;
   uint32_t off = (uint32_t)(pc - t->base);
   size_t k = off >> PPRT__CFI_BUCKET_SHIFT;
-  /* The covering row is between this bucket's and the next one's. */
+  /* The covering row is between this bucket's and the next one's: a few
+   * rows, so a linear scan. */
   size_t lo = t->buckets[k], hi = k + 1 < t->nbuckets ? t->buckets[k + 1] : t->n - 1;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo + 1) / 2;
-    if (t->rows[mid].pc <= off)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
+  while (lo < hi && t->rows[lo + 1].pc <= off)
+    lo++;
   return t->rows[lo].pc <= off ? &t->rows[lo] : NULL;
 }
 

@@ -285,17 +285,20 @@ void pprt__cfi_describe(char *buf, size_t len) {
  * else after probing its page. */
 static inline __attribute__((always_inline)) int read_word(uintptr_t addr, pprt__stack_bounds b,
                                                            uintptr_t *ok_page, uintptr_t *out) {
-  if ((addr & (WORD - 1)) != 0)
-    return 0;
   if (b.hi) {
-    if (addr < b.lo || addr + WORD > b.hi)
+    if (addr - b.lo > b.hi - b.lo - WORD) /* one compare: below lo wraps around */
       return 0;
   } else {
-    uintptr_t pg = addr & ~(PAGE - 1);
+    uintptr_t pg = addr & ~(PAGE - 1), last = (addr + WORD - 1) & ~(PAGE - 1);
     if (pg != *ok_page) {
       if (!pprt__os_readable(pg))
         return 0;
       *ok_page = pg;
+    }
+    if (last != pg) { /* a misaligned slot across two pages */
+      if (!pprt__os_readable(last))
+        return 0;
+      *ok_page = last;
     }
   }
   memcpy(out, (const void *)addr, WORD);
