@@ -995,6 +995,11 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
   if (out.write == NULL)
     return -EINVAL;
   pthread_once(&g_atfork_once, install_atfork);
+  /* The images loaded now get their tables before the first tick, outside
+   * g_control (a large program's take tens of ms); a failure leaves frame
+   * pointers for the images without one. */
+  if (o.unwinder == PPRT_UNWIND_CFI)
+    pprt__cfi_refresh();
 
   pthread_mutex_lock(&g_control);
   if (atomic_load(&g_session) != NULL || g_busy) {
@@ -1038,10 +1043,6 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
   }
 
   pprt__os_thread_each(snapshot_one, s);
-  /* The images loaded now get their tables before the first tick; a
-   * failure leaves frame pointers for the images without one. */
-  if (s->unwinder == PPRT_UNWIND_CFI)
-    pprt__cfi_refresh();
   atomic_store(&g_cookie, s->cookie);
   rc = pprt__sigprof_install(on_sigprof);
   if (rc == 0 && (rc = start_reader(s)) != 0)
