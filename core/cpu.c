@@ -1043,6 +1043,12 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
   }
 
   pprt__os_thread_each(snapshot_one, s);
+  /* Before the reader starts: it reads these from its first pass. */
+  s->start_wall = (int64_t)pprt__os_wall_ns();
+  s->start_mono = pprt__os_monotonic_ns();
+  s->start_cpu = cpu_seconds();
+  s->last_rescan = s->start_mono;
+  s->last_blocked_check = s->start_mono;
   atomic_store(&g_cookie, s->cookie);
   rc = pprt__sigprof_install(on_sigprof);
   if (rc == 0 && (rc = start_reader(s)) != 0)
@@ -1053,11 +1059,6 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
     return rc;
   }
 
-  s->start_wall = (int64_t)pprt__os_wall_ns();
-  s->start_mono = pprt__os_monotonic_ns();
-  s->start_cpu = cpu_seconds();
-  s->last_rescan = s->start_mono;
-  s->last_blocked_check = s->start_mono;
   atomic_store(&g_session, s);
   pthread_mutex_unlock(&g_control);
 

@@ -81,8 +81,21 @@ static shape_count count_shape(const Pprt__Profile *p, const char *leaf,
 
 /* The leaf's callers inside the program's own signal handler: the
  * handler, then across the signal frame, the function that raised it. */
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
 static void profile_in_handler(void **state) {
   (void)state;
+#ifdef UNDER_TSAN
+  /* ThreadSanitizer holds asynchronous signals back until an intercepted
+   * call, and the handler's loop makes none: SIGPROF arrives after it. */
+  skip();
+#endif
   void *h = dlopen(g_libs[0], RTLD_NOW | RTLD_LOCAL);
   assert_non_null(h);
   void (*run)(double) = (void (*)(double))dlsym(h, "cfi_work_in_handler");
