@@ -755,6 +755,11 @@ static void *reader_main(void *arg) {
   session *s = arg;
   pprt__heap_ignore_thread(); /* the profile builder's memory is pprt's */
   atomic_store(&s->reader_tid, pprt__os_thread_id());
+  /* cpu_start sets the session's start times after this thread exists,
+   * under g_control: wait for it to let go (TSan saw the first pass race
+   * with those writes). */
+  pthread_mutex_lock(&g_control);
+  pthread_mutex_unlock(&g_control);
   pprt__ring_record rec;
   for (;;) {
     int rc = pprt__ring_read(&s->ring, PPRT__RING_BLOCK, 100000000, s->readbuf, &rec);
@@ -1043,12 +1048,6 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
   }
 
   pprt__os_thread_each(snapshot_one, s);
-  /* Before the reader starts: it reads these from its first pass. */
-  s->start_wall = (int64_t)pprt__os_wall_ns();
-  s->start_mono = pprt__os_monotonic_ns();
-  s->start_cpu = cpu_seconds();
-  s->last_rescan = s->start_mono;
-  s->last_blocked_check = s->start_mono;
   atomic_store(&g_cookie, s->cookie);
   rc = pprt__sigprof_install(on_sigprof);
   if (rc == 0 && (rc = start_reader(s)) != 0)
@@ -1059,6 +1058,11 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
     return rc;
   }
 
+  s->start_wall = (int64_t)pprt__os_wall_ns();
+  s->start_mono = pprt__os_monotonic_ns();
+  s->start_cpu = cpu_seconds();
+  s->last_rescan = s->start_mono;
+  s->last_blocked_check = s->start_mono;
   atomic_store(&g_session, s);
   pthread_mutex_unlock(&g_control);
 
