@@ -85,6 +85,8 @@
 #include "core/unwind.h"
 #include "pprt.h"
 
+#include "bench/cpu_handler.h"
+
 #define THREADS 2
 #define WORK_DEPTH 16 /* the workload's frames above its leaf */
 #define MAX_ROUNDS 64
@@ -751,7 +753,6 @@ static void bench_workload(void) {
 
 /* ---- 2: handler cost per sample ------------------------------------------------------ */
 
-enum { H_EMPTY, H_FP, H_LIBUNWIND };
 
 #define HANDLER_MAX_DEPTH 256 /* the pcs array of pprt's record() */
 #define EXTRA_FRAMES 8        /* recursion beyond the depth walked */
@@ -781,6 +782,8 @@ static void bench_handler(int sig, siginfo_t *info, void *ucontext) {
   pprt__os_regs regs;
   if (g_mode == H_FP && pprt__os_context_regs(ucontext, &regs) == 0)
     n = pprt__unwind_fp(&regs, pprt__thread_self()->stack, pcs, g_depth);
+  if (g_mode == H_CFI && pprt__os_context_regs(ucontext, &regs) == 0)
+    n = pprt__unwind_cfi(&regs, pprt__thread_self()->stack, pcs, g_depth);
   uint64_t hdr[2] = {pprt__thread_id(), 1};
   pprt__ring_write(&g_ring, pprt__os_monotonic_ns(), hdr, pcs, n);
   g_frames += n;
@@ -805,13 +808,10 @@ __attribute__((noinline)) static void raise_at_depth(int depth, long n) {
     raise(SIGPROF);
 }
 
-typedef struct hcost {
-  double empty_ns, full_ns, inside_ns, frames;
-} hcost;
 
 /* ns per signal with the empty handler and with mode, batches alternating
  * for about `seconds`, medians of the batches. */
-static hcost measure_handler(int mode, size_t depth, long batch, double seconds) {
+hcost measure_handler(int mode, size_t depth, long batch, double seconds) {
   static double e[4096], f[4096];
   hcost h = {0, 0, 0, 0};
   g_depth = depth;
@@ -923,7 +923,7 @@ static double clock_cost_ns(void) {
   return (double)(pprt__os_monotonic_ns() - t0) / 100000;
 }
 
-static void print_hcost(const char *name, size_t depth, hcost h) {
+void print_hcost(const char *name, size_t depth, hcost h) {
   double cost = h.full_ns - h.empty_ns;
   char inside[32] = "-";
   if (!isnan(h.inside_ns))
@@ -936,7 +936,10 @@ static void print_hcost(const char *name, size_t depth, hcost h) {
 
 static double fp64_cost = NAN, fp64_live_cost = NAN;
 
-static void bench_handler_cost(void) {
+/* The handler's ring and signal, set up once for parts 2 and "unwind". */
+static pprt__os_sigsave g_hsave;
+
+void handler_setup(void) {
   if (pprt__ring_init(&g_ring, (size_t)1 << 17, 2, 100) != 0 ||
       (g_readbuf = malloc(g_ring.max_record * sizeof *g_readbuf)) == NULL) {
     fprintf(stderr, "bench/cpu: ring init failed\n");
@@ -945,12 +948,23 @@ static void bench_handler_cost(void) {
   /* As core/cpu.c sets it: writers wake the reader only at half full. */
   pprt__ring_set_wake_threshold(&g_ring, ((size_t)1 << 17) / 2);
   pprt_thread_register(); /* an alternate stack and known stack bounds, as profiled threads */
-  pprt__os_sigsave save;
-  memset(&save, 0, sizeof save);
-  if (pprt__os_signal_install(SIGPROF, bench_handler, &save) != 0) {
+  memset(&g_hsave, 0, sizeof g_hsave);
+  if (pprt__os_signal_install(SIGPROF, bench_handler, &g_hsave) != 0) {
     fprintf(stderr, "bench/cpu: cannot install a SIGPROF handler\n");
     exit(1);
   }
+  if (pprt__have_cfi && pprt__cfi_refresh() != 0)
+    fprintf(stderr, "bench/cpu: cfi tables could not be built\n");
+}
+
+void handler_teardown(void) {
+  pprt__os_signal_restore(SIGPROF, &g_hsave);
+  pprt__ring_destroy(&g_ring);
+  free(g_readbuf);
+}
+
+static void bench_handler_cost(void) {
+  handler_setup();
   double clk = clock_cost_ns();
   printf("\n2. handler cost per sample: raise(SIGPROF) at the bottom of a recursion, a handler\n"
          "   doing pprt's record() (context registers, unwind, ring write) vs an empty handler\n"
@@ -966,6 +980,13 @@ static void bench_handler_cost(void) {
   fp64_cost = h64.full_ns - h64.empty_ns;
   printf("  %-40s %35.1f ns\n", "  each frame beyond 16 (64 vs 16)",
          (fp64_cost - (h16.full_ns - h16.empty_ns)) / 48);
+  if (pprt__have_cfi) {
+    hcost c16 = measure_handler(H_CFI, 16, 1000, 1.0), c64 = measure_handler(H_CFI, 64, 1000, 1.0);
+    print_hcost("cfi tables, 16 frames", 16, c16);
+    print_hcost("cfi tables, 64 frames", 64, c64);
+    printf("  %-40s %35.1f ns\n", "  each frame beyond 16 (64 vs 16)",
+           ((c64.full_ns - c64.empty_ns) - (c16.full_ns - c16.empty_ns)) / 48);
+  }
   struct unregistered_arg ua;
   pthread_t th;
   if (pthread_create(&th, NULL, unregistered_thread, &ua) == 0) {
@@ -1012,9 +1033,7 @@ static void bench_handler_cost(void) {
     if (sums[rows[i]].n)
       printf("    %-30s %4.0f signals per CPU-s = %.3f%% of the CPU\n", configs[rows[i]].name,
              sums[rows[i]].signals_rate, 100 * sums[rows[i]].signals_rate * per_signal / 1e9);
-  pprt__os_signal_restore(SIGPROF, &save);
-  pprt__ring_destroy(&g_ring);
-  free(g_readbuf);
+  handler_teardown();
 }
 
 /* ---- 4: lost samples ---------------------------------------------------------------- */
@@ -1610,6 +1629,11 @@ static void verdict(const char *what, int met) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "unwind") == 0) {
+    printf("pprt unwinder benchmark: pprt %s\n", pprt_version());
+    bench_unwinders();
+    return 0;
+  }
   if (argc > 1)
     work_seconds = atof(argv[1]);
   if (argc > 2)
@@ -1620,8 +1644,9 @@ int main(int argc, char **argv) {
       sweep_seconds > 60 || argc > 4) {
     fprintf(stderr,
             "usage: %s [seconds of work per thread, 0 skips parts 1-4 [rounds 1-%d\n"
-            "          [seconds per case of parts 5-7, 0 skips them]]]\n",
-            argv[0], MAX_ROUNDS);
+            "          [seconds per case of parts 5-7, 0 skips them]]]\n"
+            "       %s unwind   (the unwinders' handler costs and the cfi tables only)\n",
+            argv[0], MAX_ROUNDS, argv[0]);
     return 2;
   }
   if (mkdtemp(tmpdir) == NULL) {

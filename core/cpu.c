@@ -497,7 +497,11 @@ static void record(session *s, void *ucontext, uint64_t tid, uint64_t count, uin
   if (s->unwinder == PPRT_UNWIND_LIBUNWIND) {
     int got = pprt__unwind_libunwind(ucontext, pcs, (size_t)s->depth);
     n = got > 0 ? (size_t)got : 0;
-  } else if (pprt__os_context_regs(ucontext, &regs) == 0) {
+  } else if (pprt__os_context_regs(ucontext, &regs) != 0) {
+    n = 0;
+  } else if (s->unwinder == PPRT_UNWIND_CFI) {
+    n = pprt__unwind_cfi(&regs, pprt__thread_self()->stack, pcs, (size_t)s->depth);
+  } else {
     n = pprt__unwind_fp(&regs, pprt__thread_self()->stack, pcs, (size_t)s->depth);
   }
   if (n == 0)
@@ -892,6 +896,11 @@ static void *reader_main(void *arg) {
   t_reader = 1;
   pprt__heap_ignore_thread(); /* the profile builder's memory is pprt's */
   atomic_store(&s->reader_tid, pprt__os_thread_id());
+  /* cpu_start sets the session's start times after this thread exists,
+   * under g_control: wait for it to let go (TSan saw the first pass race
+   * with those writes). */
+  pthread_mutex_lock(&g_control);
+  pthread_mutex_unlock(&g_control);
   pprt__ring_record rec;
   for (;;) {
     int rc = pprt__ring_read(&s->ring, PPRT__RING_BLOCK, 100000000, s->readbuf, &rec);
@@ -899,6 +908,8 @@ static void *reader_main(void *arg) {
       break;
     if (rc == 1)
       take_record(s, &rec);
+    if (s->unwinder == PPRT_UNWIND_CFI && pprt__cfi_stale())
+      pprt__cfi_refresh();
     uint64_t now = pprt__os_monotonic_ns();
     if (now - s->last_blocked_check >= BLOCKED_CHECK_NS) {
       s->last_blocked_check = now;
@@ -907,6 +918,9 @@ static void *reader_main(void *arg) {
     if (now - s->last_rescan >= RESCAN_NS) {
       s->last_rescan = now;
       update_known_blocked(s);
+      /* Tables for images dlopen'ed since (cheap when there are none). */
+      if (s->unwinder == PPRT_UNWIND_CFI)
+        pprt__cfi_refresh();
       if (s->thread_timers) {
         pthread_mutex_lock(&g_control);
         if (atomic_load(&g_session) == s)
@@ -999,9 +1013,11 @@ static int check_options(const pprt_cpu_options *o, pprt_cpu_options *out) {
     return -EINVAL;
   if (out->unwinder == PPRT_UNWIND_DEFAULT)
     out->unwinder = PPRT__DEFAULT_UNWINDER;
-  if (out->unwinder != PPRT_UNWIND_FP && out->unwinder != PPRT_UNWIND_LIBUNWIND)
+  if (out->unwinder != PPRT_UNWIND_FP && out->unwinder != PPRT_UNWIND_LIBUNWIND &&
+      out->unwinder != PPRT_UNWIND_CFI)
     return -EINVAL;
-  if (out->unwinder == PPRT_UNWIND_LIBUNWIND && !pprt__have_libunwind)
+  if ((out->unwinder == PPRT_UNWIND_LIBUNWIND && !pprt__have_libunwind) ||
+      (out->unwinder == PPRT_UNWIND_CFI && !pprt__have_cfi))
     return -ENOTSUP;
   return 0;
 }
@@ -1136,6 +1152,11 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
   if (out.write == NULL)
     return -EINVAL;
   pthread_once(&g_atfork_once, install_atfork);
+  /* The images loaded now get their tables before the first tick, outside
+   * g_control (a large program's take tens of ms); a failure leaves frame
+   * pointers for the images without one. */
+  if (o.unwinder == PPRT_UNWIND_CFI)
+    pprt__cfi_refresh();
 
   pthread_mutex_lock(&g_control);
   if (atomic_load(&g_session) != NULL || g_busy) {
@@ -1228,8 +1249,15 @@ static void add_comments(session *s, double cpu) {
   if (s->thread_timers && s->process_timer)
     snprintf(net, sizeof net, " (process timer at %d Hz for threads not yet seen)", s->process_hz);
   snprintf(c, sizeof c, "pprt %s: asked %d Hz, source %s%s, unwinder %s", pprt_version(), s->hz,
-           source, net, s->unwinder == PPRT_UNWIND_LIBUNWIND ? "libunwind" : "frame pointers");
+           source, net,
+           s->unwinder == PPRT_UNWIND_LIBUNWIND ? "libunwind"
+           : s->unwinder == PPRT_UNWIND_CFI     ? "cfi (DWARF tables, frame pointers where none)"
+                                                : "frame pointers");
   pprt__profile_add_comment(s->prof, c);
+  if (s->unwinder == PPRT_UNWIND_CFI) {
+    pprt__cfi_describe(c, sizeof c);
+    pprt__profile_add_comment(s->prof, c);
+  }
   if (s->source == SOURCE_CLOCK)
     snprintf(c, sizeof c,
              "sampling intervals: exponential, mean %.3f ms of the thread's CPU time, at least "

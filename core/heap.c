@@ -242,8 +242,18 @@ static void install_atfork(void) {
 static void record(void *ptr, size_t size, void *frame, enum pprt__heap_domain d) {
   uintptr_t pcs[MAX_STACK];
   uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-  size_t depth = pprt__unwind_frames((uintptr_t)frame, here, pprt__thread_self()->stack, pcs,
-                                     MAX_STACK);
+  size_t depth = 0;
+  if (PPRT__DEFAULT_UNWINDER == PPRT_UNWIND_CFI) {
+    /* From this function's own registers up through the allocator's
+     * entry point, so callers built without frame pointers keep theirs. */
+    pprt__os_regs regs;
+    PPRT__UNWIND_REGS_HERE(&regs);
+    depth = pprt__unwind_cfi_above(&regs, (uintptr_t)frame, pprt__thread_self()->stack, pcs,
+                                   MAX_STACK);
+  }
+  if (depth == 0)
+    depth = pprt__unwind_frames((uintptr_t)frame, here, pprt__thread_self()->stack, pcs,
+                                MAX_STACK);
   /* Into a running trace too (nothing happens when none runs). */
   pprt__trace_alloc_sample(pprt__thread_id(), pprt__os_monotonic_ns(), (uint64_t)(uintptr_t)ptr,
                            size, pcs, depth);
@@ -355,6 +365,13 @@ void pprt__heap_resume(int previous) {
 
 int pprt_heap_set_rate(size_t bytes) {
   pthread_once(&g_atfork_once, install_atfork);
+  if (bytes > 0 && PPRT__DEFAULT_UNWINDER == PPRT_UNWIND_CFI) {
+    /* The images loaded now; later ones at each heap profile written (a
+     * pc in an image without a table walks by frame pointers). */
+    int paused = pprt__heap_pause();
+    pprt__cfi_refresh();
+    pprt__heap_resume(paused);
+  }
   atomic_store(&g_rate, bytes);
   /* This thread starts its process now; others at their next sample point
    * (or within OFF_RECHECK bytes if sampling was off). */
@@ -423,6 +440,8 @@ int pprt__heap_write_profile(pprt_writer out, const char *default_type,
     return -EINVAL;
   int was_busy = pprt__heap_pause();
   size_t rate = atomic_load(&g_rate);
+  if (rate > 0 && PPRT__DEFAULT_UNWINDER == PPRT_UNWIND_CFI)
+    pprt__cfi_refresh();
   static const pprt__value_type types[4] = {{"alloc_objects", "count"},
                                             {"alloc_space", "bytes"},
                                             {"inuse_objects", "count"},

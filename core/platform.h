@@ -383,6 +383,57 @@ typedef struct pprt__os_image {
  * when fn returns nonzero. Errors: -ENOMEM. Never from a signal handler. */
 int pprt__os_image_each(int (*fn)(const pprt__os_image *img, void *ctx), void *ctx);
 
+/* ---- unwind tables ----------------------------------------------------------- */
+
+/* Where one loaded image keeps its call frame information, for the CFI
+ * unwinder's tables (core/cfi.h). ELF systems only: Darwin keeps frame
+ * pointers and has no implementation. */
+typedef struct pprt__os_unwind_source {
+  const char *path;    /* as pprt__os_image's; valid during the call */
+  uintptr_t start;     /* the image's code: first executable address */
+  uintptr_t limit;     /* one past the last */
+  uintptr_t load_bias; /* runtime address minus link-time address */
+  unsigned machine;    /* ELF e_machine */
+  const uint8_t *hdr;  /* .eh_frame_hdr in memory (PT_GNU_EH_FRAME), or NULL */
+  size_t hdr_len;
+  const uint8_t *frame; /* the mapped segment holding .eh_frame, or .debug_frame
+                           read from the file when there is no .eh_frame; NULL
+                           when the image has neither */
+  size_t frame_len;
+  uint64_t frame_addr; /* the address frame[0] has: runtime for .eh_frame,
+                          0 for .debug_frame (its pcs are link-time) */
+  int debug_frame;     /* frame is .debug_frame */
+  size_t eh_bytes;     /* the unwind information's own size, for reports */
+} pprt__os_unwind_source;
+
+/* Calls fn for each loaded image with executable code (the vDSO included).
+ * Bytes passed stay readable during the call only. Stops early and returns
+ * fn's value when fn returns nonzero. Not AS-safe. Errors: -ENOMEM,
+ * -ENOTSUP (Darwin). */
+int pprt__os_unwind_each(int (*fn)(const pprt__os_unwind_source *src, void *ctx), void *ctx);
+
+/* A number that changes whenever the loader adds or removes an image
+ * (glibc and FreeBSD: dl_iterate_phdr's dlpi_adds and dlpi_subs). Cheap:
+ * the unwinder asks at every rescan. Not AS-safe. */
+uint64_t pprt__os_loader_generation(void);
+
+/* Where the kernel's signal frame keeps the interrupted registers, as byte
+ * offsets from the stack pointer that the signal trampoline (the restorer a
+ * handler returns into) starts with; lr is SIZE_MAX where there is no link
+ * register. For unwinding through a program's own signal handler. AS-safe.
+ * Errors: -ENOTSUP (FreeBSD, Darwin: not described yet). */
+typedef struct pprt__os_sigframe {
+  size_t pc, sp, fp, lr;
+} pprt__os_sigframe;
+int pprt__os_sigframe_layout(pprt__os_sigframe *l);
+
+/* 1 when the code at pc is the kernel's signal return trampoline (a
+ * handler's return address), recognised by its instructions: for a
+ * trampoline without unwind information (qemu-user's, an old vDSO's, a
+ * C library's without CFI). Probes that the code is readable first.
+ * AS-safe. 0 on FreeBSD and Darwin. */
+int pprt__os_is_sigreturn(uintptr_t pc);
+
 /* ---- symbols --------------------------------------------------------------- */
 
 /* In-process symbolization for the profile builder: the name of the function

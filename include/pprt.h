@@ -79,9 +79,14 @@ typedef enum pprt_timer_mode {
 } pprt_timer_mode;
 
 typedef enum pprt_unwinder {
-  PPRT_UNWIND_DEFAULT = 0,  /* the build's default (PPRT_UNWINDER) */
-  PPRT_UNWIND_FP = 1,       /* frame pointers: ~1 ns a frame */
-  PPRT_UNWIND_LIBUNWIND = 2 /* DWARF unwind tables; -ENOTSUP if not built in */
+  PPRT_UNWIND_DEFAULT = 0,   /* the build's default (PPRT_UNWINDER): cfi where
+                                available, else fp */
+  PPRT_UNWIND_FP = 1,        /* frame pointers: ~1 ns a frame */
+  PPRT_UNWIND_LIBUNWIND = 2, /* libunwind; -ENOTSUP if not built in */
+  PPRT_UNWIND_CFI = 3        /* DWARF call frame information compiled into
+                                tables (Linux, FreeBSD; x86_64, aarch64):
+                                correct stacks without frame pointers;
+                                -ENOTSUP elsewhere */
 } pprt_unwinder;
 
 /* CPU profiler options. Zero-initialise, then set what you need; every zero

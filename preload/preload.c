@@ -19,6 +19,8 @@
  *   PPRT_CPUPROFILE=path        where the CPU profile goes; unset: no CPU profile
  *   PPRT_CPUPROFILE_HZ=n        samples per CPU-second asked (1-10000; default 100)
  *   PPRT_CPUPROFILE_TIMER=mode  auto (default), perf, per-thread or process
+ *   PPRT_UNWINDER=name          cfi, fp or libunwind; default: the build's
+ *                               (cfi on Linux and FreeBSD x86_64/aarch64)
  *   PPRT_SYMBOLIZE=0            leave function names to go tool pprof (and,
  *                               in a trace, sample stacks as addresses)
  *   PPRT_HEAPPROFILE=path       where the heap profile goes, written at exit
@@ -227,6 +229,19 @@ static void start_cpu(const char *path) {
               "pprt: PPRT_CPUPROFILE_TIMER=%s is not auto, perf, per-thread or process; not "
               "profiling\n",
               v);
+      return;
+    }
+  }
+  v = getenv("PPRT_UNWINDER");
+  if (v && *v) {
+    if (strcmp(v, "cfi") == 0)
+      o.unwinder = PPRT_UNWIND_CFI;
+    else if (strcmp(v, "fp") == 0)
+      o.unwinder = PPRT_UNWIND_FP;
+    else if (strcmp(v, "libunwind") == 0)
+      o.unwinder = PPRT_UNWIND_LIBUNWIND;
+    else {
+      fprintf(stderr, "pprt: PPRT_UNWINDER=%s is not cfi, fp or libunwind; not profiling\n", v);
       return;
     }
   }

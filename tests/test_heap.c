@@ -302,6 +302,51 @@ static void test_bad_rate_is_one_line(void **state) {
   assert_int_equal(access(path, F_OK), -1);
 }
 
+#ifdef HEAP_NOFP
+/* The allocation sampler's cfi walk in a program without frame pointers:
+ * the site's callers up to main on every sample. */
+static int stack_has(const Pprt__Profile *p, const Pprt__Sample *s, const char *want) {
+  for (size_t i = 1; i < s->n_location_id; i++)
+    for (size_t k = 0; k < p->n_location; k++) {
+      const Pprt__Location *l = p->location[k];
+      if (l->id != s->location_id[i] || l->n_line == 0)
+        continue;
+      for (size_t j = 0; j < p->n_function; j++)
+        if (p->function[j]->id == l->line[0]->function_id &&
+            is_site(p->string_table[p->function[j]->name], want))
+          return 1;
+    }
+  return 0;
+}
+
+static void test_nofp_program_keeps_callers(void **state) {
+  (void)state;
+  char path[256], penv[300], preload[600];
+  snprintf(path, sizeof path, "%s/nofp.pb.gz", tmpdir);
+  snprintf(penv, sizeof penv, "PPRT_HEAPPROFILE=%s", path);
+  snprintf(preload, sizeof preload, "LD_PRELOAD=%s", PRELOAD_LIB);
+  const char *env[] = {preload, penv, "PPRT_HEAP_RATE=4096", NULL};
+  char *argv[] = {(char *)HEAP_NOFP, "16", NULL};
+  assert_int_equal(run(argv, env, NULL), 0);
+  Pprt__Profile *p = decode_file(path);
+  int64_t at_site = 0, whole = 0;
+  for (size_t i = 0; i < p->n_sample; i++) {
+    const Pprt__Sample *s = p->sample[i];
+    if (!is_site(leaf_name(p, s), "nofp_site"))
+      continue;
+    at_site += s->value[0];
+    if (stack_has(p, s, "nofp_run") && stack_has(p, s, "nofp_outer") && stack_has(p, s, "main"))
+      whole += s->value[0];
+  }
+  print_message("heap_nofp: %lld of %lld sampled allocations at nofp_site have nofp_run, "
+                "nofp_outer and main above\n",
+                (long long)whole, (long long)at_site);
+  assert_true(at_site > 0);
+  assert_true(whole >= at_site * 95 / 100);
+  pprt__profile_decoded_free(p);
+}
+#endif
+
 #endif /* PRELOAD_TESTS */
 
 /* ---- notes from a custom allocator ------------------------------------------------------ */
@@ -483,6 +528,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_bad_rate_is_one_line),
       cmocka_unit_test(test_entry_points_keep_libc_semantics),
       cmocka_unit_test(test_rate_one_is_exact),
+#endif
+#ifdef HEAP_NOFP
+      cmocka_unit_test(test_nofp_program_keeps_callers),
 #endif
   };
 #ifdef PRELOAD_TESTS

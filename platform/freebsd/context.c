@@ -41,6 +41,17 @@ int pprt__os_context_regs(const void *ucontext, pprt__os_regs *regs) {
   return 0;
 }
 
+/* Not described yet: a walk stops at a signal trampoline. */
+int pprt__os_sigframe_layout(pprt__os_sigframe *l) {
+  (void)l;
+  return -ENOTSUP;
+}
+
+int pprt__os_is_sigreturn(uintptr_t pc) {
+  (void)pc;
+  return 0;
+}
+
 static int sigmask_faults(uintptr_t p) {
   return syscall(SYS_sigprocmask, -1, (void *)p, NULL) != 0 && errno == EFAULT;
 }

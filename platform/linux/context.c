@@ -3,6 +3,9 @@
  * (pprt__os_readable). Both run in the signal handler. */
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -31,6 +34,45 @@ int pprt__os_context_regs(const void *ucontext, pprt__os_regs *regs) {
   return -ENOTSUP;
 #endif
   return 0;
+}
+
+/* The kernel's rt_sigframe, as the restorer finds it: on x86_64 the
+ * handler's return popped the restorer's address, leaving sp at the
+ * ucontext; on aarch64 sp is the frame itself, siginfo then ucontext. The
+ * C library's ucontext_t matches the kernel's layout (it is what a handler
+ * receives). */
+int pprt__os_sigframe_layout(pprt__os_sigframe *l) {
+#if defined(__x86_64__)
+  *l = (pprt__os_sigframe){offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]),
+                           offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]),
+                           offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]), SIZE_MAX};
+#elif defined(__aarch64__)
+  *l = (pprt__os_sigframe){sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext.pc),
+                           sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext.sp),
+                           sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext.regs[29]),
+                           sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext.regs[30])};
+#else
+  (void)l;
+  return -ENOTSUP;
+#endif
+  return 0;
+}
+
+/* glibc's x86_64 __restore_rt: mov $15, %rax; syscall. The aarch64
+ * vDSO's (and qemu-user's) __kernel_rt_sigreturn: mov x8, #139; svc #0. */
+int pprt__os_is_sigreturn(uintptr_t pc) {
+#if defined(__x86_64__)
+  static const uint8_t code[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+#elif defined(__aarch64__)
+  static const uint8_t code[] = {0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4};
+#else
+  static const uint8_t code[] = {0};
+  return 0;
+#endif
+  uintptr_t page = pc & ~(uintptr_t)4095, last = (pc + sizeof code - 1) & ~(uintptr_t)4095;
+  if (!pprt__os_readable(page) || (last != page && !pprt__os_readable(last)))
+    return 0;
+  return memcmp((const void *)pc, code, sizeof code) == 0;
 }
 
 /* The kernel reads the 8-byte signal set at p before it looks at `how`, so
