@@ -24,6 +24,8 @@
  *   PPRT_SYMBOLIZE=0            leave function names to go tool pprof (and,
  *                               in a trace, sample stacks as addresses)
  *   PPRT_HEAPPROFILE=path       where the heap profile goes, written at exit
+ *                               (without samples in an ASan or TSan build,
+ *                               whose runtime owns malloc: CMakeLists.txt)
  *   PPRT_HEAP_RATE=bytes        mean bytes between allocation samples
  *                               (default 524288; 1 = every allocation)
  *   PPRT_TRACE=path             an execution trace from load to exit; with
