@@ -320,6 +320,51 @@ static int read_sigframe(uintptr_t sp, pprt__stack_bounds b, uintptr_t *ok_page,
   return 1;
 }
 
+/* The image a walk is in, its table's fields copied out: the walk's stores
+ * to pcs (uintptr_t, like these) would otherwise make the compiler reload
+ * them from the set every frame. */
+typedef struct span {
+  uintptr_t lo, hi; /* the image's range; both 0: in no image */
+  uintptr_t base;   /* runtime address of the table's pc 0 */
+  uintptr_t end;    /* the table covers [base, base + end); 0: no table */
+  const pprt__cfi_row *rows;
+  const uint32_t *buckets;
+  size_t last_bucket, last_row;
+} span;
+
+static void span_of(const image *im, span *c) {
+  memset(c, 0, sizeof *c); /* no image: an empty range, so every pc searches again */
+  if (im == NULL)
+    return;
+  c->lo = im->start;
+  c->hi = im->limit;
+  const pprt__cfi_table *t = im->table;
+  if (t == NULL || t->n == 0)
+    return;
+  c->base = im->bias + (uintptr_t)t->base;
+  c->end = (uintptr_t)t->end;
+  c->rows = t->rows;
+  c->buckets = t->buckets;
+  c->last_bucket = t->nbuckets - 1;
+  c->last_row = t->n - 1;
+}
+
+/* pprt__cfi_lookup on a span: the row covering runtime address at, or
+ * NULL. */
+static inline __attribute__((always_inline)) const pprt__cfi_row *span_row(const span *c,
+                                                                           uintptr_t at) {
+  uintptr_t off = at - c->base; /* below base wraps past end */
+  if (off >= c->end)
+    return NULL;
+  size_t k = off >> PPRT__CFI_BUCKET_SHIFT;
+  size_t lo = c->buckets[k], hi = k < c->last_bucket ? c->buckets[k + 1] : c->last_row;
+  /* The last row in [lo, hi] at or below off: halving without branches (a
+   * bucket of dense code holds tens of rows, too many to scan). */
+  while (lo < hi && c->rows[lo + 1].pc <= off)
+    lo++;
+  return c->rows[lo].pc <= off ? &c->rows[lo] : NULL;
+}
+
 /* The walk; sps, when not NULL, receives each frame's sp. Inlined into its
  * two callers so the handler's copy has no sps branches. */
 static inline __attribute__((always_inline)) size_t
@@ -332,21 +377,54 @@ walk(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *pcs, uintptr_t 
   int exact = 1; /* pc is the instruction itself, not a return address */
   int lr_ok = 1; /* lr still holds this frame's return address */
   int sp_ok = 1; /* sp is this frame's (an aarch64 fp step loses it) */
-  const image *im = NULL;
+  span im;
+  span_of(NULL, &im);
   int probes = 4; /* trampoline checks left: each costs system calls */
   size_t n = 0;
   while (n < max) {
     if (sps)
       sps[n] = sp;
     pcs[n++] = pc;
-    uintptr_t at = pc - !exact; /* a return address may be past its call's function */
-    if (im == NULL || at < im->start || at >= im->limit) {
-      im = s ? set_find(s, at) : NULL;
-      if (im == NULL && n == 1 && s != NULL &&
+    uintptr_t at = pc - !exact;        /* a return address may be past its call's function */
+    if (at - im.lo >= im.hi - im.lo) { /* outside [lo, hi), or in no image */
+      const image *found = s ? set_find(s, at) : NULL;
+      span_of(found, &im);
+      if (found == NULL && n == 1 && s != NULL &&
           !atomic_load_explicit(&g_stale, memory_order_relaxed))
         atomic_store_explicit(&g_stale, 1, memory_order_relaxed);
     }
-    const pprt__cfi_row *row = im && im->table ? pprt__cfi_lookup(im->table, at - im->bias) : NULL;
+    const pprt__cfi_row *row = im.end ? span_row(&im, at) : NULL;
+    /* The common row, CFA = sp or fp + k with the return address saved, on
+     * a stack of known bounds: the general path below, its checks merged
+     * (each slot one compare against [lo, hi - word]). */
+    if (row && b.hi) {
+      unsigned k = PPRT__CFI_ROW_KIND(row);
+      intptr_t ra_off = row->ra_off, fp_off = row->fp_off;
+      if (((k == PPRT__CFI_CFA_SP && sp_ok) || (k == PPRT__CFI_CFA_FP && fp != 0)) && ra_off != 0 &&
+          fp_off != PPRT__CFI_FP_LOST) {
+        uintptr_t cfa = (k == PPRT__CFI_CFA_SP ? sp : fp) +
+                        (uintptr_t)((intptr_t)PPRT__CFI_ROW_OFF(row) * (intptr_t)WORD);
+        uintptr_t ra_at = cfa + (uintptr_t)(ra_off * (intptr_t)WORD), room = b.hi - b.lo - WORD;
+        if (cfa - sp - 1 >= PPRT__UNWIND_MAX_FRAME || cfa > b.hi || ra_at - b.lo > room)
+          break; /* cfa <= sp wraps past the bound */
+        uintptr_t ra, nfp = fp;
+        memcpy(&ra, (const void *)ra_at, WORD);
+        if (fp_off != 0) {
+          uintptr_t fp_at = cfa + (uintptr_t)(fp_off * (intptr_t)WORD);
+          if (fp_at - b.lo > room)
+            break;
+          memcpy(&nfp, (const void *)fp_at, WORD);
+        }
+        if (ra < PAGE)
+          break;
+        lr_ok = exact = 0;
+        sp_ok = 1;
+        pc = ra;
+        sp = cfa;
+        fp = nfp;
+        continue;
+      }
+    }
     unsigned kind = row ? PPRT__CFI_ROW_KIND(row) : PPRT__CFI_FP_RULE;
     int pac = kind >= PPRT__CFI_CFA_SP_PAC;
     if (pac)
@@ -355,7 +433,7 @@ walk(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *pcs, uintptr_t 
       kind = PPRT__CFI_FP_RULE;
     /* A handler's return into a trampoline outside every image (qemu-user's,
      * a kernel's without a vDSO): recognised by its code. */
-    if (im == NULL && !exact && probes > 0 && (probes--, pprt__os_is_sigreturn(pc)))
+    if (im.hi == 0 && !exact && probes > 0 && (probes--, pprt__os_is_sigreturn(pc)))
       kind = PPRT__CFI_SIGFRAME;
     if (kind == PPRT__CFI_CFA_FP && fp == 0)
       break; /* its frame pointer was lost on the way up */
