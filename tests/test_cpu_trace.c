@@ -94,7 +94,7 @@ static void test_cpu_samples_in_trace(void **state) {
   uintptr_t fn_off;
   assert_int_equal(pprt__os_symbolize(sym, fn, &fn_name, &fn_off), 0);
   assert_int_equal(fn_off, 0);
-  size_t samples[2] = {0, 0}, in_fn = 0, named = 0;
+  size_t samples[2] = {0, 0}, in_fn = 0, named = 0, outside = 0;
   uint64_t begin[2] = {0, 0}, end[2] = {0, 0};
   for (size_t i = 0; i < t->nevents; i++) {
     const pprt__trace_event *e = &t->events[i];
@@ -116,8 +116,12 @@ static void test_cpu_samples_in_trace(void **state) {
       if (e->tid != tids[k])
         continue;
       samples[k]++;
-      /* Its own time: inside the thread's region (give or take a tick). */
-      assert_true(e->ts + 10000000 >= begin[k] && e->ts <= end[k] + 10000000);
+      /* Its own time: inside the thread's region, give or take a tick. A
+       * thread preempted between a sample and its region's edge (for tens
+       * of milliseconds on a loaded machine) puts a sample just outside:
+       * a few are allowed, none far outside. */
+      assert_true(e->ts + 1000000000 >= begin[k] && e->ts <= end[k] + 1000000000);
+      outside += !(e->ts + 10000000 >= begin[k] && e->ts <= end[k] + 10000000);
       for (size_t f = 0; f < st->n; f++)
         if (pc_in(sym, st->pcs[f], fn)) {
           in_fn++;
@@ -125,8 +129,9 @@ static void test_cpu_samples_in_trace(void **state) {
         }
     }
   }
-  print_message("samples %zu + %zu, %zu in %s (%zu named so)\n", samples[0], samples[1], in_fn,
-                fn_name, named);
+  print_message("samples %zu + %zu, %zu in %s (%zu named so), %zu outside the region\n",
+                samples[0], samples[1], in_fn, fn_name, named, outside);
+  assert_true(outside * 20 <= samples[0] + samples[1]);
   /* 0.6 s of CPU at 250 Hz is ~150 per thread; leave room for timer slack. */
   assert_true(samples[0] >= 20 && samples[1] >= 20);
   assert_true(in_fn >= (samples[0] + samples[1]) / 2);
