@@ -46,6 +46,7 @@
 #include "core/profile.h"
 #include "core/ring.h"
 #include "core/sigprof.h"
+#include "core/syscalls.h"
 #include "core/table.h"
 #include "core/thread.h"
 #include "core/trace.h"
@@ -1038,7 +1039,7 @@ static int start_reader(session *s) {
    * register the thread: registration would wait for g_control, which we
    * hold until the reader has told us its id. */
   pprt__thread_self()->creating_internal = 1;
-  int rc = pthread_create(&s->reader, NULL, reader_main, s);
+  int rc = pprt__sys_pthread_create(&s->reader, NULL, reader_main, s);
   pprt__thread_self()->creating_internal = 0;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0)

@@ -48,6 +48,7 @@
 
 #include "core/heap.h"
 #include "core/platform.h"
+#include "core/syscalls.h"
 #include "core/table.h"
 #include "core/thread.h"
 #include "core/trace.h"
@@ -87,7 +88,7 @@
 /* ---- memory ------------------------------------------------------------------------ */
 
 static void *map_zeroed(size_t n) {
-  void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+  void *p = pprt__sys_mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
 
@@ -1759,7 +1760,7 @@ static int start_writer(session *s) {
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   pprt__thread_self()->creating_internal = 1;
-  int rc = pthread_create(&s->thread, NULL, writer_main, s);
+  int rc = pprt__sys_pthread_create(&s->thread, NULL, writer_main, s);
   pprt__thread_self()->creating_internal = 0;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return -rc;
