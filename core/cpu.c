@@ -1355,7 +1355,7 @@ static int cpu_stop(void) {
   check_blocked_at_stop(s);
   /* A tick still pending now finds the program's latest action, or SIG_IGN
    * where that is SIG_DFL, and cannot kill the process (Go issue 19320). */
-  pprt__sigprof_restore();
+  int restored = pprt__sigprof_restore();
 
   double cpu = cpu_seconds() - s->start_cpu;
   pprt__profile_set_time(s->prof, s->start_wall,
@@ -1375,5 +1375,7 @@ static int cpu_stop(void) {
   pthread_mutex_lock(&g_control);
   g_busy = 0;
   pthread_mutex_unlock(&g_control);
-  return rc;
+  /* The profile is written either way; a handler that could not be taken
+   * out is reported too (sigprof.h says what happens to it). */
+  return rc != 0 ? rc : restored;
 }
