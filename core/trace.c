@@ -319,6 +319,10 @@ static _Atomic unsigned g_writer_session;
 static atomic_uint g_wake_seq;
 static atomic_uint g_writer_waiting;
 static _Atomic uint64_t g_task_next = 1;
+/* Events of threads that could not join the session: no memory for their
+ * state or first chunk, so nothing of theirs to count them in. Reported as
+ * lost on thread 0 at the generation's end. */
+static _Atomic uint64_t g_join_dropped;
 /* 1 when the trace clock is the monotonic clock itself (pprt__ticks_info):
  * a sample's offset is then taken from its event's own tick. Decided once
  * per process, before the first session turns g_on on. */
@@ -425,10 +429,15 @@ static void emit_thread_name(tstate *t, uint32_t id);
 
 /* Makes the calling thread write for session s: its state, a fresh chunk,
  * published to the writer. NULL when it cannot (the event is dropped). */
+static tstate *join_dropped(void) {
+  atomic_fetch_add_explicit(&g_join_dropped, 1, memory_order_relaxed);
+  return NULL;
+}
+
 static tstate *join(unsigned s) {
   tstate *t = tls_state;
   if (t == NULL && (t = attach()) == NULL)
-    return NULL;
+    return join_dropped();
   if (atomic_load_explicit(&t->busy, memory_order_relaxed)) {
     /* A signal handler interrupted this thread's join: the count survives,
      * as the join reset it before setting busy. */
@@ -450,7 +459,7 @@ static tstate *join(unsigned s) {
   if (c == NULL) {
     slow_leave();
     set_busy(t, 0);
-    return NULL;
+    return join_dropped();
   }
   chunk_start(t, c, pprt__os_ticks());
   t->last_ts = c->base_ts;
@@ -1570,6 +1579,11 @@ static void finish_generation(session *s) {
   write_strings(s);
   write_threads(s);
   write_frequency(s);
+  uint64_t unjoined = atomic_exchange_explicit(&g_join_dropped, 0, memory_order_relaxed);
+  if (unjoined) {
+    lost_add(s, 0, unjoined);
+    s->stats.events_dropped += unjoined;
+  }
   write_lost(s);
   size_t at = rec_open(s, PPRT__TR_GEN_END, 0, 0, 0);
   if (at != SIZE_MAX)
@@ -1827,6 +1841,7 @@ static int session_start(const start_args *a) {
     s->stats.bytes = sizeof hdr;
   }
   atomic_store(&g_chunk_limit, a->buffer_limit);
+  atomic_store(&g_join_dropped, 0); /* a previous session's */
   atomic_store(&g_writer_session, s->id);
   rc = start_writer(s);
   if (rc != 0) {
