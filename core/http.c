@@ -633,7 +633,7 @@ static int http_start(const pprt_http_options *opts) {
   int rc = pprt__sys_pthread_create(&g_worker, NULL, worker_main, NULL);
   if (rc != 0) {
     own_threads_end(&old);
-    return -EAGAIN;
+    return -rc; /* EAGAIN, or EPERM from a policy that forbids threads */
   }
   unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
   if (sa.ss_family == AF_INET6)

@@ -51,9 +51,12 @@
 static const int fault_errno[PPRT__SYS_COUNT] = {
     [PPRT__SYS_TIMER_CREATE] = EAGAIN,    /* the timer limit */
     [PPRT__SYS_PERF_EVENT_OPEN] = EMFILE, /* out of descriptors */
-    [PPRT__SYS_SIGACTION] = EINVAL,       [PPRT__SYS_RT_SIGACTION] = EINVAL,
-    [PPRT__SYS_SIGALTSTACK] = ENOMEM,     [PPRT__SYS_MMAP] = ENOMEM,
-    [PPRT__SYS_PTHREAD_CREATE] = EAGAIN,  [PPRT__SYS_OPEN] = EMFILE,
+    [PPRT__SYS_SIGACTION] = EINVAL,
+    [PPRT__SYS_RT_SIGACTION] = EINVAL,
+    [PPRT__SYS_SIGALTSTACK] = ENOMEM,
+    [PPRT__SYS_MMAP] = ENOMEM,
+    [PPRT__SYS_PTHREAD_CREATE] = EPERM, /* a policy against threads (EAGAIN: the limit) */
+    [PPRT__SYS_OPEN] = EMFILE,
     [PPRT__SYS_WRITE] = ENOSPC,
 };
 
