@@ -3,12 +3,13 @@
  * use, k = 1, 2, ..., on each start path (the CPU profile with each timer
  * source, heap sampling, a trace, the flight recorder, the HTTP endpoint
  * where built, pprt_thread_register), until the path succeeds without
- * reaching it. After every attempt: a failed start returned the injected
- * errno, negated, which pprt_strerror names; pprt's SIGPROF handler is gone
- * (the program's is back); no thread, descriptor, POSIX timer, interval
- * timer or alternate stack is left; no session runs. A start that succeeds
- * although its call failed (a documented fallback) must still produce a
- * profile or trace that decodes. Then failures in the middle of a session:
+ * reaching it; then the same over each stop. After every attempt: a failed
+ * start returned the injected errno, negated, which pprt_strerror names;
+ * pprt's SIGPROF handler is gone (the program's is back); no descriptor,
+ * interval timer or alternate stack is left, nor a thread or POSIX timer
+ * (counted where /proc shows them: Linux); no session runs. A start that
+ * succeeds although its call failed (a documented fallback) must still
+ * produce a profile or trace that decodes. Then failures in a session:
  * a full disk while a trace, a heap profile or a flight snapshot is
  * written, open failing while a profile is symbolized, mmap failing while a
  * trace runs.
@@ -197,8 +198,20 @@ static void marker(int sig, siginfo_t *info, void *uc) {
   atomic_fetch_add(&g_marker_calls, 1);
 }
 
-static int count_dir(const char *path) {
-  DIR *d = opendir(path);
+/* Open descriptors, on every OS (fcntl on each possible one). */
+static int count_fds(void) {
+  long max = sysconf(_SC_OPEN_MAX);
+  if (max < 0 || max > 65536)
+    max = 65536;
+  int n = 0;
+  for (int fd = 0; fd < (int)max; fd++)
+    n += fcntl(fd, F_GETFD) != -1;
+  return n;
+}
+
+/* Threads of the process where /proc/self/task lists them (Linux), else -1. */
+static int count_threads(void) {
+  DIR *d = opendir("/proc/self/task");
   if (d == NULL)
     return -1;
   int n = 0;
@@ -206,7 +219,7 @@ static int count_dir(const char *path) {
   while ((e = readdir(d)) != NULL)
     n += e->d_name[0] != '.';
   closedir(d);
-  return n - (strcmp(path, "/proc/self/fd") == 0); /* the directory's own */
+  return n;
 }
 
 /* POSIX timers of the process (/proc/self/timers, where the kernel has it),
@@ -228,7 +241,7 @@ typedef struct baseline {
 } baseline;
 
 static baseline take_baseline(void) {
-  baseline b = {count_dir("/proc/self/fd"), count_dir("/proc/self/task"), count_timers()};
+  baseline b = {count_fds(), count_threads(), count_timers()};
   return b;
 }
 
