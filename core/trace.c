@@ -320,8 +320,8 @@ static atomic_uint g_wake_seq;
 static atomic_uint g_writer_waiting;
 static _Atomic uint64_t g_task_next = 1;
 /* Events of threads that could not join the session: no memory for their
- * state or first chunk, so nothing of theirs to count them in. Reported as
- * lost on thread 0 at the generation's end. */
+ * state or first chunk, so nothing of theirs to count them in. The writer
+ * reports them as lost on thread 0 (drain_all). */
 static _Atomic uint64_t g_join_dropped;
 /* 1 when the trace clock is the monotonic clock itself (pprt__ticks_info):
  * a sample's offset is then taken from its event's own tick. Decided once
@@ -1274,6 +1274,11 @@ static void lost_add(session *s, uint64_t tid, uint64_t count) {
  * where a limited drain last stopped (so that a busy thread early in the
  * list cannot starve the others). Returns 1 when it took everything. */
 static int drain_all(session *s, int all, int limited) {
+  uint64_t unjoined = atomic_exchange_explicit(&g_join_dropped, 0, memory_order_relaxed);
+  if (unjoined) {
+    lost_add(s, 0, unjoined);
+    s->stats.events_dropped += unjoined;
+  }
   tstate *head = atomic_load_explicit(&g_states, memory_order_acquire);
   if (head == NULL)
     return 1;
@@ -1579,11 +1584,6 @@ static void finish_generation(session *s) {
   write_strings(s);
   write_threads(s);
   write_frequency(s);
-  uint64_t unjoined = atomic_exchange_explicit(&g_join_dropped, 0, memory_order_relaxed);
-  if (unjoined) {
-    lost_add(s, 0, unjoined);
-    s->stats.events_dropped += unjoined;
-  }
   write_lost(s);
   size_t at = rec_open(s, PPRT__TR_GEN_END, 0, 0, 0);
   if (at != SIZE_MAX)
