@@ -86,7 +86,8 @@ enum { W_FP, W_CFI, W_NMODES };
 static double g_walk_ns[W_NMODES];
 static volatile size_t g_walk_sink;
 
-__attribute__((noinline)) static void walk_at_depth(int depth, size_t max, int batches, long batch) {
+__attribute__((noinline)) static void walk_at_depth(int depth, size_t max, int batches,
+                                                    long batch) {
   if (depth > 0) {
     walk_at_depth(depth - 1, max, batches, batch);
     __asm__ volatile("" ::: "memory"); /* not a tail call */
