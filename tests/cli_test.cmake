@@ -1,7 +1,7 @@
 # End-to-end tests of the pprt command on real outputs, one area per MODE:
 #
 #   record    exit statuses and signals pass through; fork + exec; _exit;
-#             a program not found or not runnable; the summary
+#             a program not found or not runnable; the summary; --unwinder
 #   views     top, collapse (its counts sum to the profile's total) and flame
 #             on a profile pprt record wrote
 #   heap      pprt record --heap on examples/demo: heap.pb.gz with Go's four
@@ -16,7 +16,8 @@
 #             a missing, foreign, newer-version and truncated trace
 #
 # Inputs: -DMODE= -DPPRT= -DPRELOAD= -DBURN= -DVICTIM= -DWAIT= -DOUT=
-#         -DGO= -DGO_SRC= -DCHROMIUM= -DDEMO=
+#         -DGO= -DGO_SRC= -DCHROMIUM= -DDEMO= -DUNWINDER= (the build's default)
+#         -DCFI= (1 when the build has the cfi unwinder)
 cmake_minimum_required(VERSION 3.16)
 
 file(REMOVE_RECURSE ${OUT})
@@ -64,8 +65,15 @@ if(MODE STREQUAL "record")
   # Exit status, a child exec'd by the program (its own file), the summary.
   run(a ${PPRT} record -o ${OUT}/a --hz 250 -- ${BURN} 1 3 ${BURN})
   expect(a 3 "exited with status 3" "exit status of a fork+exec program")
+  if(UNWINDER STREQUAL "cfi")
+    set(unwound "unwound by: cfi \\(DWARF tables")
+  elseif(UNWINDER STREQUAL "libunwind")
+    set(unwound "unwound by: libunwind")
+  else()
+    set(unwound "unwound by: frame pointers")
+  endif()
   foreach(want "CPU samples" "0 lost" "effective rate [0-9.]+ samples per CPU-second"
-          "burn_hot_inner" "from processes it started: cpu.pb.gz.[0-9]+")
+          "burn_hot_inner" "from processes it started: cpu.pb.gz.[0-9]+" "${unwound}")
     if(NOT a_err MATCHES "${want}")
       message(FATAL_ERROR "summary lacks '${want}':\n${a_err}")
     endif()
@@ -146,6 +154,14 @@ if(MODE STREQUAL "record")
     message(STATUS "terminal: live status line shown and cleared")
   else()
     message(STATUS "util-linux script(1) not found: live status line not checked")
+  endif()
+
+  # --unwinder: the walk asked for is the one the profile names.
+  run(u ${PPRT} record -o ${OUT}/u --cpu --unwinder fp -- ${BURN} 0.3 0)
+  expect(u 0 "unwound by: frame pointers\n" "record --unwinder fp")
+  if(CFI)
+    run(u ${PPRT} record -o ${OUT}/u --cpu --unwinder cfi -- ${BURN} 0.3 0)
+    expect(u 0 "unwound by: cfi \\(DWARF tables" "record --unwinder cfi")
   endif()
 
   # Only the outputs chosen; -q says nothing.
@@ -446,6 +462,8 @@ if(MODE STREQUAL "badinput")
   expect(r 2 "^pprt record: missing PROGRAM" "record without a program")
   run(r ${PPRT} record --hz fast -- ${BURN} 0.1 0)
   expect(r 2 "^pprt record: --hz fast: not a rate in Hz \\(1-10000\\)\n$" "record --hz fast")
+  run(r ${PPRT} record --unwinder dwarf -- ${BURN} 0.1 0)
+  expect(r 2 "^pprt record: --unwinder dwarf: not cfi, fp or libunwind\n$" "record --unwinder dwarf")
   run(r ${PPRT} record --bogus -- ${BURN} 0.1 0)
   expect(r 2 "^pprt record: unknown option '--bogus'" "record --bogus")
   run(r ${PPRT} record --preload ${OUT}/no-such-lib.so -- ${BURN} 0.1 0)

@@ -220,9 +220,21 @@ static void profile_build(size_t which, pprt_unwinder u, double min_share) {
          "%.1f%% / %.1f%% of %.2f s (4 sigma: %.1f points)\n",
          100 * got, 100 * (1 - got), (long long)np, 100 * want, 100 * (1 - want),
          seconds[0] + seconds[1], 100 * tol);
-  for (size_t i = 0; i < p->n_comment; i++)
-    if (strncmp(p->string_table[p->comment[i]], "unwind tables", 13) == 0)
-      printf("  %s\n", p->string_table[p->comment[i]]);
+  /* The tables' memory is reported in the profile: "unwind tables: N of
+   * M images, R rows, X KiB (from Y KiB of unwind info), built in T ms". */
+  int reported = 0;
+  for (size_t i = 0; i < p->n_comment; i++) {
+    const char *c = p->string_table[p->comment[i]];
+    size_t tables = 0, images = 0, rows = 0;
+    double kib = 0;
+    if (sscanf(c, "unwind tables: %zu of %zu images, %zu rows, %lf KiB", &tables, &images, &rows,
+               &kib) == 4) {
+      printf("  %s\n", c);
+      reported = tables > 0 && tables <= images && rows > 0 && kib > 0;
+    }
+  }
+  if (u == PPRT_UNWIND_CFI && !reported)
+    fail_msg("the profile's comments do not report the unwind tables' memory");
   if (min_share > 0) {
     assert_true(leaf.samples >= 50 && cmp.samples >= 50);
     if (ls < min_share || cs < min_share)
