@@ -295,6 +295,166 @@ static void libc_table(void **state) {
   assert_true(st.bytes <= 2 * st.eh_bytes);
 }
 
+/* ---- the rows of hand-assembled CFI ---------------------------------------------- */
+
+/* An .eh_frame being written: a CIE ("zR", pc-relative sdata4 pointers),
+ * FDEs, a terminator, at address EH_ADDR. */
+#define EH_ADDR 0x10000u
+typedef struct ehf {
+  uint8_t b[512];
+  size_t n;
+} ehf;
+
+static void eh_put(ehf *e, const void *p, size_t n) {
+  assert_true(e->n + n <= sizeof e->b);
+  memcpy(e->b + e->n, p, n);
+  e->n += n;
+}
+
+static void eh_u32(ehf *e, uint32_t v) {
+  eh_put(e, &v, 4);
+}
+
+/* Pads the record opened at `at` with nops and writes its length. */
+static void eh_close(ehf *e, size_t at) {
+  while ((e->n - at) % 4)
+    e->b[e->n++] = 0;
+  uint32_t len = (uint32_t)(e->n - at - 4);
+  memcpy(e->b + at, &len, 4);
+}
+
+/* A CIE: code and data alignment (one uleb / sleb byte each), the return
+ * address register, initial instructions. Returns its offset. */
+static size_t eh_cie(ehf *e, uint8_t code_align, uint8_t data_align_sleb, uint8_t ra,
+                     const uint8_t *ins, size_t n) {
+  size_t at = e->n;
+  eh_u32(e, 0);
+  eh_u32(e, 0); /* CIE id */
+  const uint8_t head[] = {1, 'z', 'R', 0, code_align, data_align_sleb, ra, 1, 0x1b};
+  eh_put(e, head, sizeof head);
+  eh_put(e, ins, n);
+  eh_close(e, at);
+  return at;
+}
+
+/* An FDE of cie for [pc, pc + range). */
+static void eh_fde(ehf *e, size_t cie, uint32_t pc, uint32_t range, const uint8_t *ins, size_t n) {
+  size_t at = e->n;
+  eh_u32(e, 0);
+  eh_u32(e, (uint32_t)(e->n - cie)); /* back to the CIE, from this field */
+  eh_u32(e, (uint32_t)(int32_t)((int64_t)pc - (int64_t)(EH_ADDR + e->n)));
+  eh_u32(e, range);
+  e->b[e->n++] = 0; /* augmentation data: none */
+  eh_put(e, ins, n);
+  eh_close(e, at);
+}
+
+static pprt__cfi_table *eh_build(ehf *e, unsigned machine) {
+  eh_u32(e, 0); /* terminator */
+  pprt__cfi_input in = {
+      .machine = machine, .frame = {e->b, e->n, EH_ADDR}, .text_lo = 0x1000, .text_hi = 0x3000};
+  pprt__cfi_table *t = NULL;
+  assert_int_equal(pprt__cfi_build(&in, &t), PPRT__CFI_OK);
+  return t;
+}
+
+/* The row at pc: its kind, CFA offset (words) and the two slots. */
+static void want_row(const pprt__cfi_table *t, uint64_t pc, unsigned kind, int off, int ra,
+                     int fp) {
+  const pprt__cfi_row *r = pprt__cfi_lookup(t, pc);
+  if (r == NULL)
+    fail_msg("no row at %#llx", (unsigned long long)pc);
+  if (PPRT__CFI_ROW_KIND(r) != kind || PPRT__CFI_ROW_OFF(r) != off || r->ra_off != ra ||
+      r->fp_off != fp)
+    fail_msg("row at %#llx: kind %u off %d ra %d fp %d, want kind %u off %d ra %d fp %d",
+             (unsigned long long)pc, PPRT__CFI_ROW_KIND(r), PPRT__CFI_ROW_OFF(r), r->ra_off,
+             r->fp_off, kind, off, ra, fp);
+}
+
+/* What GCC and Clang emit on x86_64: a prologue (def_cfa_offset, offset,
+ * def_cfa_register), an early return inside remember_state /
+ * restore_state, same_value, advance_loc1/2, the outermost frame
+ * (undefined return address), and the PLT's CFA expression. */
+static void x86_64_rows(void **state) {
+  (void)state;
+  ehf e = {0};
+  const uint8_t cie_ins[] = {0x0c, 7, 8, 0x90, 1}; /* CFA = rsp + 8; ra at CFA - 8 */
+  size_t cie = eh_cie(&e, 1, 0x78, 16, cie_ins, sizeof cie_ins);
+  const uint8_t fn[] = {
+      0x41, 0x0e, 0x10, 0x86, 0x02,       /* +1: push %rbp: CFA = rsp + 16, rbp at CFA - 16 */
+      0x43, 0x0d, 6,                      /* +3: mov %rsp,%rbp: CFA = rbp + 16 */
+      0x50, 0x0a, 0x0c, 7,    8,    0xc6, /* +16: remember; leave: CFA = rsp + 8, rbp restored */
+      0x41, 0x0b,                         /* +1: ret; restore_state: back to CFA = rbp + 16 */
+      0x02, 0x20, 0x08, 6,                /* +32 (advance_loc1): rbp same_value */
+      0x03, 0x10, 0x00, 0x07, 16,         /* +16 (advance_loc2): return address undefined */
+  };
+  eh_fde(&e, cie, 0x1000, 0x100, fn, sizeof fn);
+  const uint8_t plt[] = {0x0e, 0x10, 0x46, 0x0e, 0x18, 0x4a, 0x0f, 11,   0x77, 0x08,
+                         0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22};
+  eh_fde(&e, cie, 0x2000, 0x40, plt, sizeof plt);
+  pprt__cfi_table *t = eh_build(&e, PPRT__CFI_X86_64);
+  want_row(t, 0x1000, PPRT__CFI_CFA_SP, 1, -1, 0);
+  want_row(t, 0x1001, PPRT__CFI_CFA_SP, 2, -1, -2);
+  want_row(t, 0x1004, PPRT__CFI_CFA_FP, 2, -1, -2);
+  want_row(t, 0x1013, PPRT__CFI_CFA_FP, 2, -1, -2);
+  want_row(t, 0x1014, PPRT__CFI_CFA_SP, 1, -1, 0);
+  want_row(t, 0x1015, PPRT__CFI_CFA_FP, 2, -1, -2);
+  want_row(t, 0x1035, PPRT__CFI_CFA_FP, 2, -1, 0);
+  want_row(t, 0x1045, PPRT__CFI_OUTERMOST, 0, 0, 0);
+  want_row(t, 0x10ff, PPRT__CFI_OUTERMOST, 0, 0, 0);
+  /* The PLT: CFA = rsp + 16 at the stub's first push, + 24 at the second,
+   * then the expression: rsp + 8, + 8 more where (rip & 15) >= 11. */
+  want_row(t, 0x2000, PPRT__CFI_CFA_SP, 2, -1, 0);
+  want_row(t, 0x2006, PPRT__CFI_CFA_SP, 3, -1, 0);
+  want_row(t, 0x2010, PPRT__CFI_PLT, 11, -1, 0);
+  want_row(t, 0x203f, PPRT__CFI_PLT, 11, -1, 0);
+  /* Past each FDE: no rule, the frame pointer's. */
+  want_row(t, 0x1100, PPRT__CFI_FP_RULE, 0, 0, 0);
+  free(t);
+}
+
+/* What GCC and Clang emit on aarch64: a leaf whose return address stays
+ * in x30 (no row slot: "in the link register"), pointer authentication
+ * (negate_ra_state after paciasp), a frame record at the CFA, and the
+ * same opcodes with code alignment 4. */
+static void aarch64_rows(void **state) {
+  (void)state;
+  ehf e = {0};
+  const uint8_t cie_ins[] = {0x0c, 31, 0}; /* CFA = sp */
+  size_t cie = eh_cie(&e, 4, 0x78, 30, cie_ins, sizeof cie_ins);
+  const uint8_t fn[] = {
+      0x41, 0x2d,                                     /* +4, past paciasp: return address signed */
+      0x41, 0x0e, 0x10, 0x9d, 0x02, 0x9e, 0x01,       /* +4, past stp x29, x30: CFA = sp + 16 */
+      0x41, 0x0d, 29,                                 /* +4, past mov x29, sp: CFA = x29 + 16 */
+      0x42, 0x0a, 0x0c, 31,   0,    0xdd, 0xde, 0x2d, /* +8: remember; ldp, autiasp: CFA = sp */
+      0x41, 0x0b,                                     /* +4: ret; restore_state */
+  };
+  eh_fde(&e, cie, 0x1000, 0x40, fn, sizeof fn);
+  const uint8_t leaf[] = {0};
+  eh_fde(&e, cie, 0x1100, 0x20, leaf, sizeof leaf);
+  pprt__cfi_table *t = eh_build(&e, PPRT__CFI_AARCH64);
+  want_row(t, 0x1000, PPRT__CFI_CFA_SP, 0, 0, 0);
+  want_row(t, 0x1004, PPRT__CFI_CFA_SP_PAC, 0, 0, 0);
+  want_row(t, 0x1008, PPRT__CFI_CFA_SP_PAC, 2, -1, -2);
+  want_row(t, 0x100c, PPRT__CFI_CFA_FP_PAC, 2, -1, -2);
+  want_row(t, 0x1014, PPRT__CFI_CFA_SP, 0, 0, 0);
+  want_row(t, 0x1018, PPRT__CFI_CFA_FP_PAC, 2, -1, -2);
+  want_row(t, 0x1110, PPRT__CFI_CFA_SP, 0, 0, 0); /* the leaf: all in registers */
+  free(t);
+  /* negate_ra_state means SPARC's window_save elsewhere: not x86_64's. */
+  ehf x = {0};
+  const uint8_t x_ins[] = {0x0c, 7, 8, 0x90, 1};
+  size_t xc = eh_cie(&x, 1, 0x78, 16, x_ins, sizeof x_ins);
+  eh_fde(&x, xc, 0x1000, 0x10, (const uint8_t[]){0x2d, 0x41}, 2);
+  eh_u32(&x, 0);
+  pprt__cfi_input in = {.machine = PPRT__CFI_X86_64,
+                        .frame = {x.b, x.n, EH_ADDR},
+                        .text_lo = 0x1000,
+                        .text_hi = 0x3000};
+  assert_int_equal(pprt__cfi_build(&in, &t), PPRT__CFI_BAD_OPCODE);
+  assert_null(t);
+}
+
 /* Malformed input: every truncation and byte flip of a real .eh_frame
  * either builds or fails with a status, never reads outside its bytes
  * (ASan builds check the reads). */
@@ -364,6 +524,8 @@ int main(int argc, char **argv) {
   if (g_emulated)
     printf("under an emulator: shares printed, not asserted\n");
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(x86_64_rows),
+      cmocka_unit_test(aarch64_rows),
       cmocka_unit_test(malformed_input),
       cmocka_unit_test(libc_table),
       cmocka_unit_test(cfi_default_o2),
