@@ -6,6 +6,8 @@
 #             on a profile pprt record wrote
 #   heap      pprt record --heap on examples/demo: heap.pb.gz with Go's four
 #             sample types, its allocation sites named by top
+#   stacks    pprt record --cpu on examples/demo (frameless hot leaves): each
+#             thread's own function between start_thread (main) and its leaf
 #   go        profiles from Go's runtime/pprof (a tiny Go program built here)
 #             read by top, collapse and flame
 #   chromium  the flame graph rendered by headless Chromium shows the
@@ -250,6 +252,45 @@ if(MODE STREQUAL "views")
   if(NOT EXISTS ${OUT}/r/cpu.html)
     message(FATAL_ERROR "pprt flame without -o: no cpu.html beside the profile")
   endif()
+  return()
+endif()
+
+# ---- stacks --------------------------------------------------------------------------
+# The demo's hot leaves set up no frame (GCC, even with -fno-omit-frame-pointer):
+# with frame pointers their samples lose the function that called them. With
+# the cfi unwinder (the default where the build has it; cli_record checks
+# that), >= 95% of each leaf's CPU time has the thread's own function
+# between start_thread (or main) and the leaf.
+if(MODE STREQUAL "stacks")
+  if(NOT CFI)
+    message(STATUS "SKIP: this build has no cfi unwinder")
+    return()
+  endif()
+  run(r ${PPRT} record -q -o ${OUT}/s --cpu --hz 1000 --unwinder cfi -- ${DEMO} 1.0)
+  expect(r 0 "^$" "pprt record --cpu on the demo")
+  run(c ${PPRT} collapse ${OUT}/s/cpu.pb.gz)
+  expect(c 0 "^$" "pprt collapse")
+  string(REPLACE ";" "|" folded "${c_out}") # one line a stack, no list separators
+  foreach(chain "start_thread|hasher|demo_hash_strings"
+          "start_thread|sorter|demo_sort_records|demo_sift_down"
+          "main|multiply_loop|demo_multiply_matrices")
+    string(REGEX REPLACE ".*\\|" "" leaf "${chain}")
+    string(REPLACE "|" "\\|" chain_re "${chain}")
+    string(REGEX MATCHALL "[^\n]*\\|${leaf} [0-9]+\n" all "${folded}")
+    string(REGEX MATCHALL "[^\n]*${chain_re} [0-9]+\n" whole "${folded}")
+    string(JOIN "" all ${all})
+    string(JOIN "" whole ${whole})
+    sum_folded(total "${all}")
+    sum_folded(good "${whole}")
+    if(total LESS 20000000) # 20 ms of CPU: 20 samples at 1000 Hz
+      message(FATAL_ERROR "${leaf}: ${total} ns of samples, too few to judge:\n${c_out}")
+    endif()
+    math(EXPR pct "${good} * 1000 / ${total}")
+    message(STATUS "${leaf}: ${pct} per mille of its CPU time under ${chain}")
+    if(pct LESS 950)
+      message(FATAL_ERROR "${leaf}: only ${pct} per mille of its samples have ${chain}:\n${c_out}")
+    endif()
+  endforeach()
   return()
 endif()
 
