@@ -455,6 +455,43 @@ static void aarch64_rows(void **state) {
   assert_null(t);
 }
 
+/* The walk's stops, on a made-up stack whose pcs lie in no image (so every
+ * frame takes the frame-pointer rule): a frame pointer that does not go
+ * up, one outside the stack, a null return address, the depth limit. It
+ * ends there, never reads outside [lo, hi). */
+static void walk_stops(void **state) {
+  (void)state;
+  assert_int_equal(pprt__cfi_refresh(), 0);
+  static uintptr_t st[64], outside[4];
+  pprt__stack_bounds b = {(uintptr_t)st, (uintptr_t)(st + 64)};
+  const uintptr_t nowhere = 0x7ff0dead0000u; /* code in no image */
+  uintptr_t pcs[16];
+  pprt__os_regs r = {nowhere, (uintptr_t)st, (uintptr_t)&st[10], 0};
+  /* A chain of frames two words apart, the last one's return address 0. */
+  for (int i = 10; i < 60; i += 2) {
+    st[i] = (uintptr_t)&st[i + 2];
+    st[i + 1] = nowhere + (uintptr_t)i;
+  }
+  st[61] = 0;
+  assert_int_equal(pprt__unwind_cfi(&r, b, pcs, 8), 8); /* the depth asked */
+  assert_int_equal(pprt__unwind_cfi(&r, b, pcs, 16), 16);
+  assert_int_equal(pcs[1], nowhere + 10);
+  /* The 7th frame's pc comes from st[21], its frame pointer from st[20]. */
+  st[20] = (uintptr_t)&st[20]; /* a frame pointer to itself: no progress */
+  assert_int_equal(pprt__unwind_cfi(&r, b, pcs, 16), 7);
+  st[20] = (uintptr_t)&st[12]; /* back down the stack */
+  assert_int_equal(pprt__unwind_cfi(&r, b, pcs, 16), 7);
+  st[20] = (uintptr_t)outside; /* off this stack */
+  outside[0] = (uintptr_t)&st[22];
+  outside[1] = nowhere;
+  assert_int_equal(pprt__unwind_cfi(&r, b, pcs, 16), 7);
+  st[20] = (uintptr_t)&st[22];
+  st[15] = 0; /* a null return address ends the stack */
+  assert_int_equal(pprt__unwind_cfi(&r, b, pcs, 16), 3);
+  r.fp = (uintptr_t)&st[63]; /* a frame whose second word is past hi */
+  assert_int_equal(pprt__unwind_cfi(&r, b, pcs, 16), 1);
+}
+
 /* Malformed input: every truncation and byte flip of a real .eh_frame
  * either builds or fails with a status, never reads outside its bytes
  * (ASan builds check the reads). */
@@ -527,6 +564,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(x86_64_rows),
       cmocka_unit_test(aarch64_rows),
       cmocka_unit_test(malformed_input),
+      cmocka_unit_test(walk_stops),
       cmocka_unit_test(libc_table),
       cmocka_unit_test(cfi_default_o2),
       cmocka_unit_test(cfi_fno_omit_frame_pointer),
