@@ -19,8 +19,9 @@ static const char top_usage[] =
     "                        alloc_space, inuse_objects, ...) or its index;\n"
     "                        default: the profile's default type, else its last\n"
     "\n"
-    "Exit status: 0 ok, 2 bad usage or unknown sample type, 3 FILE unreadable or\n"
-    "not a profile.\n";
+    "Exit status: 0 ok, 2 bad usage or unknown sample type, 3 FILE unreadable, not\n"
+    "a profile, or beyond the views' bounds (stacks deeper than 4096 frames, or\n"
+    "more than 16777216 frames in all; inlined frames count).\n";
 
 static const char collapse_usage[] =
     "usage: pprt collapse FILE [-o OUT] [--sample-index NAME]\n"
@@ -33,8 +34,8 @@ static const char collapse_usage[] =
     "  -o OUT                write to OUT instead of standard output\n"
     "  --sample-index NAME   as for pprt top\n"
     "\n"
-    "Exit status: 0 ok, 1 OUT cannot be written, 2 bad usage, 3 FILE unreadable\n"
-    "or not a profile.\n";
+    "Exit status: 0 ok, 1 OUT cannot be written, 2 bad usage, 3 FILE unreadable,\n"
+    "not a profile, or beyond the views' bounds (as for pprt top).\n";
 
 int cli_parse_view(int argc, char **argv, const char *cmd, const char *usage, const char *allow,
                    cli_view_opts *o) {
@@ -90,50 +91,39 @@ int cli_cmd_top(int argc, char **argv) {
 
 /* ---- collapse ---------------------------------------------------------------------- */
 
-typedef struct folded {
-  char *stack;
-  int64_t value;
-} folded;
-
-typedef struct fold_acc {
-  const cli_profile *cp;
-  folded *v;
-  size_t n, cap;
-} fold_acc;
-
-static int fold_add(void *ctx, const uint32_t *st, size_t n, int64_t value) {
-  fold_acc *a = ctx;
-  if (n == 0)
+/* A line for each node where stacks end: the names from the root down to
+ * it, and the value of the samples that end there (samples that differ
+ * only in labels share the node, so they fold into one line). */
+static int fold_enter(void *ctx, const cli_tree *t, const uint32_t *path, size_t depth) {
+  FILE *f = ((void **)ctx)[0];
+  const cli_profile *cp = ((void **)ctx)[1];
+  int64_t self = t->v[path[depth]].self;
+  if (depth == 0 || self == 0)
     return 0;
-  size_t len = 0;
-  for (size_t i = 0; i < n; i++)
-    len += strlen(a->cp->names[st[i]]) + 1;
-  char *s = malloc(len);
-  if (s == NULL)
-    return -1;
-  char *w = s;
-  for (size_t i = 0; i < n; i++) {
-    size_t l = strlen(a->cp->names[st[i]]);
-    memcpy(w, a->cp->names[st[i]], l);
-    w += l;
-    *w++ = i + 1 < n ? ';' : '\0';
+  for (size_t i = 1; i <= depth; i++) {
+    fputs(cp->names[t->v[path[i]].name - 1], f);
+    fputc(i < depth ? ';' : ' ', f);
   }
-  if (a->n == a->cap) {
-    size_t nc = a->cap ? a->cap * 2 : 1024;
-    folded *nv = realloc(a->v, nc * sizeof *nv);
-    if (nv == NULL) {
-      free(s);
-      return -1;
-    }
-    a->v = nv;
-    a->cap = nc;
-  }
-  a->v[a->n++] = (folded){s, value};
+  fprintf(f, "%lld\n", (long long)self);
   return 0;
 }
 
-static int cmp_folded(const void *x, const void *y) {
-  return strcmp(((const folded *)x)->stack, ((const folded *)y)->stack);
+static int fold_leave(void *ctx, const cli_tree *t, uint32_t node) {
+  (void)ctx, (void)t, (void)node;
+  return 0;
+}
+
+int cli_write_collapse(FILE *out, const cli_profile *cp) {
+  cli_tree t;
+  int rc = cli_tree_build(&t, cp);
+  if (rc == 0)
+    rc = cli_tree_order(&t, cp, CLI_TREE_BY_NAME);
+  if (rc == 0) {
+    void *ctx[2] = {out, (void *)cp};
+    rc = cli_tree_walk(&t, (cli_tree_visit){fold_enter, fold_leave, ctx});
+  }
+  cli_tree_free(&t);
+  return rc == 0 ? 0 : -1;
 }
 
 int cli_cmd_collapse(int argc, char **argv) {
@@ -149,34 +139,16 @@ int cli_cmd_collapse(int argc, char **argv) {
     cli_profile_free(&cp);
     return rc;
   }
-  fold_acc a = {&cp, NULL, 0, 0};
-  if (cli_profile_stacks(&cp, fold_add, &a) != 0) {
-    rc = cli_error(CLI_EFAIL, "collapse", "%s: out of memory", o.file);
-    goto out;
-  }
-  /* Samples that differ only in labels fold into one line. */
-  qsort(a.v, a.n, sizeof *a.v, cmp_folded);
   FILE *out = cli_open_output(o.out ? o.out : "-");
   if (out == NULL) {
     rc = cli_error(CLI_EFAIL, "collapse", "%s: cannot write: %s", o.out, strerror(errno));
     goto out;
   }
-  for (size_t i = 0; i < a.n;) {
-    int64_t sum = 0;
-    size_t j = i;
-    for (; j < a.n && strcmp(a.v[j].stack, a.v[i].stack) == 0; j++)
-      sum += a.v[j].value;
-    if (sum != 0)
-      fprintf(out, "%s %lld\n", a.v[i].stack, (long long)sum);
-    i = j;
-  }
-  if ((out == stdout ? fflush(out) : fclose(out)) != 0)
+  int wrc = cli_write_collapse(out, &cp);
+  if ((out == stdout ? fflush(out) : fclose(out)) != 0 || wrc != 0)
     rc = cli_error(CLI_EFAIL, "collapse", "%s: writing failed: %s", o.out ? o.out : "stdout",
-                   strerror(errno));
+                   wrc ? "out of memory" : strerror(errno));
 out:
-  for (size_t i = 0; i < a.n; i++)
-    free(a.v[i].stack);
-  free(a.v);
   cli_profile_free(&cp);
   return rc;
 }
