@@ -10,6 +10,8 @@
 #   depth+1  a stack of 4097 frames
 #   total+1  4097 samples of 4096 frames: 16,781,312 frames
 #   bound    4096 samples of 4096 frames: 16,777,216 frames, shown
+#   longname 4096 frames of a 300,000-byte name: top and flame show it,
+#            collapse refuses its 1.2 GB line
 #
 # Inputs: -DPPRT= -DHOSTILE= (tests/hostile_profile.c) -DOUT=
 cmake_minimum_required(VERSION 3.16)
@@ -92,3 +94,18 @@ if(NOT n EQUAL 4096 OR NOT page MATCHES "\"root\":\\[0,4096,\\[\\[1,4096,")
   message(FATAL_ERROR "pprt flame bound: want a chain of 4096 nodes under the root, have ${n}")
 endif()
 message(STATUS "at the bound (4096 x 4096 frames): top, collapse and flame right")
+
+# Long names: shown once by top and flame, repeated on every frame by
+# collapse, which refuses text over 1 GiB before writing any.
+run(g ${HOSTILE} ${OUT}/longname.pb.gz 4096 1 name=300000)
+run(r ${PPRT} collapse ${OUT}/longname.pb.gz)
+expect(r 3 "^pprt collapse: [^\n]*/longname.pb.gz: the folded stacks would be more than 1073741824 bytes, more than pprt collapse writes\n$"
+       "pprt collapse longname")
+if(NOT r_out STREQUAL "")
+  message(FATAL_ERROR "pprt collapse longname wrote before refusing")
+endif()
+run(r ${PPRT} top ${OUT}/longname.pb.gz)
+expect(r 0 "^$" "pprt top longname")
+run(r ${PPRT} flame ${OUT}/longname.pb.gz -o ${OUT}/longname.html)
+expect(r 0 "wrote" "pprt flame longname")
+message(STATUS "a 300,000-byte name 4096 deep: collapse refuses, top and flame show it")

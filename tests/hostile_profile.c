@@ -5,14 +5,17 @@
  * a 1.6 KB file; LINES 2000000, SAMPLES 200000 is 4e11 frames in 10 KB.
  * The pprt views must refuse both quickly (tools/cli.h's bounds).
  *
- *   hostile_profile OUT LINES SAMPLES [bare|distinct]
+ *   hostile_profile OUT LINES SAMPLES [distinct|name=BYTES]
  *
- * Gzip'd like every pprof file, or with "bare" the protobuf message alone
- * (which pprt and pprof read too): the fuzz seeds use that, so that the
- * fuzzer's mutations reach the message instead of breaking the gzip CRC.
+ * Gzip'd like every pprof file when OUT ends in ".gz", else the protobuf
+ * message alone (which pprt and pprof read too): the fuzz seeds are bare,
+ * so that the fuzzer's mutations reach the message instead of breaking the
+ * gzip CRC.
  * "distinct" gives each sample a root frame of its own (function "r<i>"
  * under the deep location), so that no two stacks share a path: the most
- * nodes a flame graph's tree can have for that many frames. */
+ * nodes a flame graph's tree can have for that many frames. "name=BYTES"
+ * makes the function's name that long, which folded stacks repeat on every
+ * frame. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +29,20 @@ static int fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
+  static const char usage[] = "usage: hostile_profile OUT LINES SAMPLES [distinct|name=BYTES]";
+  if (argc < 4 || argc > 5)
+    return fail(usage);
   const char *mode = argc == 5 ? argv[4] : "";
-  if (argc < 4 || argc > 5 || (argc == 5 && strcmp(mode, "bare") && strcmp(mode, "distinct")))
-    return fail("usage: hostile_profile OUT LINES SAMPLES [bare|distinct]");
-  int distinct = strcmp(mode, "distinct") == 0;
   char *end;
+  size_t name_len = 0;
+  if (strncmp(mode, "name=", 5) == 0) {
+    name_len = strtoul(mode + 5, &end, 10);
+    if (*end || name_len == 0 || name_len > 100000000)
+      return fail("name=BYTES: a number in [1, 1e8]");
+  } else if (*mode && strcmp(mode, "distinct") != 0) {
+    return fail(usage);
+  }
+  int distinct = strcmp(mode, "distinct") == 0;
   unsigned long long nlines = strtoull(argv[2], &end, 10);
   if (*end || nlines == 0 || nlines > 100000000)
     return fail("LINES: a number in [1, 1e8]");
@@ -57,6 +69,12 @@ int main(int argc, char **argv) {
   strings[1] = "samples";
   strings[2] = "count";
   strings[3] = "hostile";
+  if (name_len) {
+    if ((strings[3] = malloc(name_len + 1)) == NULL)
+      return fail("out of memory");
+    memset(strings[3], 'x', name_len);
+    strings[3][name_len] = '\0';
+  }
   Pprt__ValueType st = PPRT__VALUE_TYPE__INIT;
   st.type = 1;
   st.unit = 2;
@@ -121,7 +139,8 @@ int main(int argc, char **argv) {
     return fail("out of memory");
   pprt__profile__pack(&prof, buf);
   int rc = 0;
-  if (strcmp(mode, "bare") == 0) {
+  size_t olen = strlen(argv[1]);
+  if (olen < 3 || strcmp(argv[1] + olen - 3, ".gz") != 0) {
     FILE *f = fopen(argv[1], "wb");
     if (f == NULL || fwrite(buf, 1, len, f) != len || fclose(f) != 0)
       rc = fail("cannot write OUT");

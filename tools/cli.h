@@ -63,6 +63,10 @@ const char *cli_option_value(int argc, char **argv, int *i, const char *name, in
  *          (tests/hostile_profile.c OUT 4095 4096 distinct). */
 #define CLI_VIEW_MAX_DEPTH 4096
 #define CLI_VIEW_MAX_FRAMES ((uint64_t)1 << 24)
+/* collapse writes each stack's names in full, so long names multiply too
+ * (4096 frames of a 60 KB name is 240 MB a line): it refuses a profile
+ * whose folded text would be longer than this. */
+#define CLI_COLLAPSE_MAX_BYTES ((uint64_t)1 << 30)
 
 /* A frame as a viewer shows it: a function name, or for an address no one
  * named, "<mapping basename>+0x<offset>" (or "0x<address>"). */
@@ -171,8 +175,9 @@ int cli_tree_walk(const cli_tree *t, cli_tree_visit v);
 
 /* The flame graph page for cp, titled title. 0, or -1 (out of memory). */
 int cli_write_flame(FILE *out, const cli_profile *cp, const char *title);
-/* Folded stacks, one line per distinct stack, in name order. 0, or -1. */
-int cli_write_collapse(FILE *out, const cli_profile *cp);
+/* Folded stacks, one line per distinct stack, in name order. 0, -ENOMEM,
+ * or -EFBIG (nothing written) when they would be more than max_bytes. */
+int cli_write_collapse(FILE *out, const cli_profile *cp, uint64_t max_bytes);
 
 /* Options common to the profile commands. */
 typedef struct cli_view_opts {

@@ -35,7 +35,8 @@ static const char collapse_usage[] =
     "  --sample-index NAME   as for pprt top\n"
     "\n"
     "Exit status: 0 ok, 1 OUT cannot be written, 2 bad usage, 3 FILE unreadable,\n"
-    "not a profile, or beyond the views' bounds (as for pprt top).\n";
+    "not a profile, or beyond the views' bounds (as for pprt top; and folded\n"
+    "text longer than 1 GiB).\n";
 
 int cli_parse_view(int argc, char **argv, const char *cmd, const char *usage, const char *allow,
                    cli_view_opts *o) {
@@ -113,9 +114,31 @@ static int fold_leave(void *ctx, const cli_tree *t, uint32_t node) {
   return 0;
 }
 
-int cli_write_collapse(FILE *out, const cli_profile *cp) {
+/* The length of the folded text, counted before any of it is written:
+ * each node's path (names, separators) is its parent's plus its own. */
+static uint64_t folded_bytes(const cli_tree *t, const cli_profile *cp, uint64_t max,
+                             uint64_t *path_len) {
+  uint64_t total = 0;
+  path_len[0] = 0;
+  for (size_t i = 1; i < t->n && total <= max; i++) {
+    const cli_tree_node *nd = &t->v[i];
+    path_len[i] = path_len[nd->parent] + strlen(cp->names[nd->name - 1]) + 1;
+    if (nd->self != 0) /* the line: path, value (at most 20 digits), newline */
+      total += path_len[i] + 21;
+  }
+  return total;
+}
+
+int cli_write_collapse(FILE *out, const cli_profile *cp, uint64_t max_bytes) {
   cli_tree t;
   int rc = cli_tree_build(&t, cp);
+  uint64_t *path_len = rc == 0 ? malloc(t.n * sizeof *path_len) : NULL;
+  if (rc == 0 && path_len == NULL)
+    rc = -ENOMEM;
+  /* Nodes come after their parents (cli_tree_build adds them root down). */
+  if (rc == 0 && folded_bytes(&t, cp, max_bytes, path_len) > max_bytes)
+    rc = -EFBIG;
+  free(path_len);
   if (rc == 0)
     rc = cli_tree_order(&t, cp, CLI_TREE_BY_NAME);
   if (rc == 0) {
@@ -123,7 +146,7 @@ int cli_write_collapse(FILE *out, const cli_profile *cp) {
     rc = cli_tree_walk(&t, (cli_tree_visit){fold_enter, fold_leave, ctx});
   }
   cli_tree_free(&t);
-  return rc == 0 ? 0 : -1;
+  return rc < 0 ? rc : rc != 0 ? -ENOMEM : 0;
 }
 
 int cli_cmd_collapse(int argc, char **argv) {
@@ -144,10 +167,15 @@ int cli_cmd_collapse(int argc, char **argv) {
     rc = cli_error(CLI_EFAIL, "collapse", "%s: cannot write: %s", o.out, strerror(errno));
     goto out;
   }
-  int wrc = cli_write_collapse(out, &cp);
-  if ((out == stdout ? fflush(out) : fclose(out)) != 0 || wrc != 0)
+  int wrc = cli_write_collapse(out, &cp, CLI_COLLAPSE_MAX_BYTES);
+  if ((out == stdout ? fflush(out) : fclose(out)) != 0 || wrc == -ENOMEM)
     rc = cli_error(CLI_EFAIL, "collapse", "%s: writing failed: %s", o.out ? o.out : "stdout",
                    wrc ? "out of memory" : strerror(errno));
+  else if (wrc == -EFBIG)
+    rc = cli_error(CLI_EINPUT, "collapse",
+                   "%s: the folded stacks would be more than %llu bytes, more than pprt "
+                   "collapse writes",
+                   o.file, (unsigned long long)CLI_COLLAPSE_MAX_BYTES);
 out:
   cli_profile_free(&cp);
   return rc;
