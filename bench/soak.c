@@ -7,7 +7,9 @@
  * annotate.
  *
  * It runs in rounds of 0.2-2 s. In a round every actor thread works at
- * once; at its end each stops what it started, and the soak checks:
+ * once; at its end each stops what it started and waits for the next
+ * round (actors live for the whole soak; workers come and go), and the
+ * soak checks:
  *   - every profile and trace written decodes (core's decoders);
  *   - nothing runs any more (each stop says -EPIPE);
  *   - no file descriptor, thread or POSIX timer is left over (/proc/self/fd,
@@ -58,8 +60,29 @@ static const struct {
     {"inuse-check",
      "no check that a heap profile shows nothing in use once every block is freed (issue 13 "
      "item 2: frees inside pprt's writer callbacks are lost)"},
+    {"fp-unwinder",
+     "CPU profiles use the build's default unwinder only, never frame pointers (under "
+     "AddressSanitizer, the frame-pointer walk in the SIGPROF handler reads stack memory "
+     "in another frame's redzone when the interrupted code uses the frame pointer "
+     "register for data, and ASan stops the program)"},
+    {"cpu-perf-clock",
+     "CPU profiles use timers only, never the perf_event clock (ThreadSanitizer: the "
+     "clock's SIGPROF handler writes the thread's slot (core/cpu.c on_clock) while a "
+     "rescan on another thread reads it (start_thread_timer), without synchronization)"},
+    {"thread-exit-during-trace-stop",
+     "no thread ends while a trace or flight recorder stops: workers end only at the end of "
+     "a round, once every session has stopped, and a CPU profile (whose reader thread ends) "
+     "never stops at the same time as a trace (issue 13 item 5: a thread that exits while a "
+     "trace stops frees its chunk lists as the stop does)"},
 };
-enum { SKIP_SNAPSHOT_NOTE, SKIP_INUSE, NSKIPS };
+enum {
+  SKIP_SNAPSHOT_NOTE,
+  SKIP_INUSE,
+  SKIP_FP_UNWINDER,
+  SKIP_PERF_CLOCK,
+  SKIP_EXIT_IN_STOP,
+  NSKIPS
+};
 static int g_skip[NSKIPS];
 
 static double g_stall = 60;
@@ -116,6 +139,16 @@ enum {
 };
 static actor g_actors[NACTORS];
 static atomic_int g_round_over;
+/* With the thread-exit-during-trace-stop skip, workers live until this is
+ * set, after the session actors have stopped everything. */
+static atomic_int g_workers_may_end;
+/* With the same skip, held around pprt_cpu_stop and the trace stops. */
+static pthread_mutex_t g_stop_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void stop_serialize(int lock) {
+  if (g_skip[SKIP_EXIT_IN_STOP])
+    (lock ? pthread_mutex_lock : pthread_mutex_unlock)(&g_stop_lock);
+}
 
 static void enter(actor *a, const char *phase) {
   atomic_store(&a->since, now_ns());
@@ -137,9 +170,11 @@ static unsigned pick(actor *a, unsigned n) {
   return (unsigned)(rnd(a) % n);
 }
 
+static atomic_int g_watchdog_off;
+
 static void *watchdog(void *arg) {
   (void)arg;
-  for (;;) {
+  while (!atomic_load(&g_watchdog_off)) {
     sleep_ms(100);
     uint64_t now = now_ns();
     for (int i = 0; i < NACTORS; i++) {
@@ -304,8 +339,10 @@ static void *cpu_actor(void *arg) {
     memset(&o, 0, sizeof o);
     o.size = sizeof o;
     o.hz = hz[pick(a, 3)];
-    o.timer = (pprt_timer_mode)pick(a, 4);
-    o.unwinder = pick(a, 2) ? PPRT_UNWIND_DEFAULT : PPRT_UNWIND_FP;
+    /* AUTO takes the perf_event clock where the system allows it. */
+    o.timer = g_skip[SKIP_PERF_CLOCK] ? (pick(a, 2) ? PPRT_TIMER_PER_THREAD : PPRT_TIMER_PROCESS)
+                                      : (pprt_timer_mode)pick(a, 4);
+    o.unwinder = pick(a, 2) || g_skip[SKIP_FP_UNWINDER] ? PPRT_UNWIND_DEFAULT : PPRT_UNWIND_FP;
     o.no_symbolize = (int)pick(a, 2);
     sink s;
     pprt_writer w = sink_open(&s, 1);
@@ -324,9 +361,11 @@ static void *cpu_actor(void *arg) {
     if (rc != -EBUSY)
       fail("%s: a second pprt_cpu_start gave %d, want -EBUSY", a->name, rc);
     pause_ms(a, pick(a, 300));
+    stop_serialize(1);
     enter(a, "pprt_cpu_stop");
     must(a, pprt_cpu_stop(), "pprt_cpu_stop");
     leave(a);
+    stop_serialize(0);
     check_profile(a, "cpu", &s, NULL);
     sink_close(&s);
     pause_ms(a, pick(a, 50));
@@ -372,9 +411,11 @@ static void *trace_actor(void *arg) {
       leave(a);
       atomic_fetch_add(&g_sessions, 1);
       pause_ms(a, pick(a, 300));
+      stop_serialize(1);
       enter(a, "pprt_trace_stop");
       must(a, pprt_trace_stop(), "pprt_trace_stop");
       leave(a);
+      stop_serialize(0);
       check_trace(a, "trace", &s);
       sink_close(&s);
     } else {
@@ -389,9 +430,11 @@ static void *trace_actor(void *arg) {
       leave(a);
       atomic_fetch_add(&g_sessions, 1);
       pause_ms(a, pick(a, 400));
+      stop_serialize(1);
       enter(a, "pprt_flight_stop");
       must(a, pprt_flight_stop(), "pprt_flight_stop");
       leave(a);
+      stop_serialize(0);
     }
     pause_ms(a, pick(a, 50));
   }
@@ -477,7 +520,8 @@ static void *worker(void *arg) {
     leave(a);
   }
   volatile uint64_t burn = 0;
-  while (now_ns() < end && !atomic_load(&g_round_over)) {
+  while (g_skip[SKIP_EXIT_IN_STOP] ? !atomic_load(&g_workers_may_end)
+                                   : now_ns() < end && !atomic_load(&g_round_over)) {
     unsigned i = pick(a, NB);
     enter(a, "allocating (noted)");
     if (blocks[i]) {
@@ -598,6 +642,44 @@ static void *(*const ACTOR_FN[])(void *) = {NULL,       cpu_actor,  heap_actor, 
 static const char *const ACTOR_NAME[] = {"main",     "cpu",  "heap",   "trace",
                                          "snapshot", "fork", "spawner"};
 
+/* Actors live for the whole soak and run one round at a time: a round
+ * starts when g_round_no moves on; each actor marks the round it finished
+ * in `parked`. (Actors that ended each round would race every trace stop
+ * with their own thread exits, which the thread-exit-during-trace-stop skip
+ * must be able to rule out.) */
+static pthread_mutex_t g_round_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_round_cond = PTHREAD_COND_INITIALIZER;
+static int g_round_no, g_quit, g_parked[NACTORS];
+
+static void *actor_main(void *arg) {
+  actor *a = arg;
+  int i = (int)(a - g_actors), seen = 0;
+  for (;;) {
+    pthread_mutex_lock(&g_round_lock);
+    while (g_round_no == seen && !g_quit)
+      pthread_cond_wait(&g_round_cond, &g_round_lock);
+    int quit = g_quit;
+    seen = g_round_no;
+    pthread_mutex_unlock(&g_round_lock);
+    if (quit)
+      return NULL;
+    ACTOR_FN[i](a);
+    pthread_mutex_lock(&g_round_lock);
+    g_parked[i] = seen;
+    pthread_cond_broadcast(&g_round_cond);
+    pthread_mutex_unlock(&g_round_lock);
+  }
+}
+
+/* Waits until actors [from, to) have finished round r. */
+static void wait_parked(int from, int to, int r) {
+  pthread_mutex_lock(&g_round_lock);
+  for (int i = from; i < to; i++)
+    while (g_parked[i] != r)
+      pthread_cond_wait(&g_round_cond, &g_round_lock);
+  pthread_mutex_unlock(&g_round_lock);
+}
+
 static void round_end_checks(actor *m, int round, holdings base) {
   enter(m, "checking that nothing runs");
   int rc;
@@ -698,6 +780,9 @@ int main(int argc, char **argv) {
   must(m, pprt_flight_stop(), "pprt_flight_stop");
   must(m, pprt_heap_set_rate(0), "pprt_heap_set_rate");
   leave(m);
+  for (int i = A_CPU; i < A_WORKER0; i++)
+    if (pthread_create(&g_actors[i].th, NULL, actor_main, &g_actors[i]) != 0)
+      fail("cannot start actor %s", g_actors[i].name);
   holdings base = hold();
   if (base.fds < 0 || base.threads < 0 || base.timers < 0)
     fail("cannot read /proc/self/fd, /proc/self/task or /proc/self/timers");
@@ -706,27 +791,34 @@ int main(int argc, char **argv) {
   int round = 0;
   while (now_ns() < end) {
     round++;
+    pthread_mutex_lock(&g_round_lock);
     atomic_store(&g_round_over, 0);
-    for (int i = A_CPU; i < A_WORKER0; i++) {
-      enter(m, "starting the actors");
-      if (pthread_create(&g_actors[i].th, NULL, ACTOR_FN[i], &g_actors[i]) != 0)
-        fail("cannot start actor %s", g_actors[i].name);
-      leave(m);
-    }
+    atomic_store(&g_workers_may_end, 0);
+    g_round_no = round;
+    pthread_cond_broadcast(&g_round_cond);
+    pthread_mutex_unlock(&g_round_lock);
     uint64_t left = (end - now_ns()) / 1000000u;
     unsigned ms = 200 + pick(m, 1800);
     sleep_ms(ms < left ? ms : (unsigned)left);
     atomic_store(&g_round_over, 1);
-    for (int i = A_CPU; i < A_WORKER0; i++) {
-      /* Each actor stops what it started and returns; the watchdog names
-       * the one that does not. */
-      enter(m, "waiting for the actors to stop");
-      pthread_join(g_actors[i].th, NULL);
-      leave(m);
-    }
+    /* Each actor stops what it started and parks; the watchdog names the
+     * one that does not. Then the spawner joins the workers. */
+    enter(m, "waiting for the actors to stop");
+    wait_parked(A_CPU, A_SPAWN, round);
+    atomic_store(&g_workers_may_end, 1);
+    wait_parked(A_SPAWN, A_WORKER0, round);
+    leave(m);
     round_end_checks(m, round, base);
   }
+  pthread_mutex_lock(&g_round_lock);
+  g_quit = 1;
+  pthread_cond_broadcast(&g_round_cond);
+  pthread_mutex_unlock(&g_round_lock);
+  for (int i = A_CPU; i < A_WORKER0; i++)
+    pthread_join(g_actors[i].th, NULL);
   pprt_heap_set_rate(0);
+  atomic_store(&g_watchdog_off, 1);
+  pthread_join(wd, NULL);
   printf("soak: PASS %d rounds in %.0f s: %lu sessions, %lu profiles and %lu traces decoded "
          "(%llu bytes), %lu snapshots, %lu forks, %lu threads; nothing left over\n",
          round, seconds, atomic_load(&g_sessions), atomic_load(&g_profiles), atomic_load(&g_traces),

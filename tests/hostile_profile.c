@@ -150,5 +150,20 @@ int main(int argc, char **argv) {
       rc = fail("cannot write OUT");
   }
   free(buf);
-  return rc; /* the rest goes with the process */
+  if (name_len)
+    free(strings[3]);
+  for (size_t i = 4; i < nstrings; i++)
+    free(strings[i]);
+  free(strings);
+  free(fn);
+  free(fns);
+  free(rline);
+  free(rlines);
+  free(loc);
+  free(locs);
+  free(sample);
+  free(loc_ids);
+  free(lines);
+  free(samples);
+  return rc;
 }
