@@ -10,6 +10,8 @@
 #   depth+1  a stack of 4097 frames
 #   total+1  4097 samples of 4096 frames: 16,781,312 frames
 #   bound    4096 samples of 4096 frames: 16,777,216 frames, shown
+#   zero     the runaway stacks under the default type, and a type "zero"
+#            that is 0 in every sample: shown for --sample-index zero
 #   longname 4096 frames of a 300,000-byte name: top and flame show it,
 #            collapse refuses its 1.2 GB line
 #
@@ -109,3 +111,15 @@ expect(r 0 "^$" "pprt top longname")
 run(r ${PPRT} flame ${OUT}/longname.pb.gz -o ${OUT}/longname.html)
 expect(r 0 "wrote" "pprt flame longname")
 message(STATUS "a 300,000-byte name 4096 deep: collapse refuses, top and flame show it")
+
+# The bounds apply to the value shown: the same stacks under a type that is
+# 0 in every sample expand to nothing.
+run(g ${HOSTILE} ${OUT}/zero.pb.gz 2000000 200000 zero-first)
+run(r ${PPRT} top ${OUT}/zero.pb.gz)
+expect(r 3 "^pprt top: [^\n]*/zero.pb.gz: ${too_deep}\n$" "pprt top zero (default type)")
+run(r ${PPRT} top ${OUT}/zero.pb.gz --sample-index zero)
+expect(r 0 "^$" "pprt top zero --sample-index zero")
+if(NOT r_out MATCHES "Type: zero \\(count\\)\nTotal zero = 0\n")
+  message(FATAL_ERROR "pprt top --sample-index zero: want an empty table:\n${r_out}")
+endif()
+message(STATUS "beyond the bounds for one type, shown for another that is 0 there")

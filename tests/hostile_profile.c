@@ -5,7 +5,7 @@
  * a 1.6 KB file; LINES 2000000, SAMPLES 200000 is 4e11 frames in 10 KB.
  * The pprt views must refuse both quickly (tools/cli.h's bounds).
  *
- *   hostile_profile OUT LINES SAMPLES [distinct|name=BYTES]
+ *   hostile_profile OUT LINES SAMPLES [distinct|name=BYTES|zero-first]
  *
  * Gzip'd like every pprof file when OUT ends in ".gz", else the protobuf
  * message alone (which pprt and pprof read too): the fuzz seeds are bare,
@@ -15,7 +15,9 @@
  * under the deep location), so that no two stacks share a path: the most
  * nodes a flame graph's tree can have for that many frames. "name=BYTES"
  * makes the function's name that long, which folded stacks repeat on every
- * frame. */
+ * frame. "zero-first" puts a sample type "zero" before "samples", with 0 in
+ * every sample: the stacks are only shown for "samples" (the default, as
+ * the last type). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +31,8 @@ static int fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
-  static const char usage[] = "usage: hostile_profile OUT LINES SAMPLES [distinct|name=BYTES]";
+  static const char usage[] =
+      "usage: hostile_profile OUT LINES SAMPLES [distinct|name=BYTES|zero-first]";
   if (argc < 4 || argc > 5)
     return fail(usage);
   const char *mode = argc == 5 ? argv[4] : "";
@@ -39,10 +42,10 @@ int main(int argc, char **argv) {
     name_len = strtoul(mode + 5, &end, 10);
     if (*end || name_len == 0 || name_len > 100000000)
       return fail("name=BYTES: a number in [1, 1e8]");
-  } else if (*mode && strcmp(mode, "distinct") != 0) {
+  } else if (*mode && strcmp(mode, "distinct") != 0 && strcmp(mode, "zero-first") != 0) {
     return fail(usage);
   }
-  int distinct = strcmp(mode, "distinct") == 0;
+  int distinct = strcmp(mode, "distinct") == 0, zero_first = strcmp(mode, "zero-first") == 0;
   unsigned long long nlines = strtoull(argv[2], &end, 10);
   if (*end || nlines == 0 || nlines > 100000000)
     return fail("LINES: a number in [1, 1e8]");
@@ -50,9 +53,10 @@ int main(int argc, char **argv) {
   if (*end || nsamples == 0 || nsamples > 100000000)
     return fail("SAMPLES: a number in [1, 1e8]");
 
-  /* Strings: "", "samples", "count", "hostile", then "r<i>" when distinct. */
+  /* Strings: "", "samples", "count", "hostile", then "r<i>" when distinct,
+   * or "zero". */
   size_t nroots = distinct ? nsamples : 0;
-  size_t nstrings = 4 + nroots, nfns = 1 + nroots, nlocs = 1 + nroots;
+  size_t nstrings = 4 + nroots + (size_t)zero_first, nfns = 1 + nroots, nlocs = 1 + nroots;
   char **strings = calloc(nstrings, sizeof *strings);
   Pprt__Function *fn = calloc(nfns, sizeof *fn), **fns = calloc(nfns, sizeof *fns);
   Pprt__Line *rline = calloc(nroots + 1, sizeof *rline),
@@ -78,8 +82,13 @@ int main(int argc, char **argv) {
   Pprt__ValueType st = PPRT__VALUE_TYPE__INIT;
   st.type = 1;
   st.unit = 2;
-  Pprt__ValueType *sts[] = {&st};
-  int64_t value = 1;
+  Pprt__ValueType zero = PPRT__VALUE_TYPE__INIT;
+  zero.type = (int64_t)nstrings - 1;
+  if (zero_first)
+    strings[nstrings - 1] = "zero";
+  zero.unit = 2;
+  Pprt__ValueType *sts[] = {&zero, &st};
+  int64_t values[] = {0, 1};
   for (size_t i = 0; i < nfns; i++) {
     fn[i] = (Pprt__Function)PPRT__FUNCTION__INIT;
     fn[i].id = i + 1;
@@ -115,15 +124,15 @@ int main(int argc, char **argv) {
     loc_ids[2 * i + 1] = i + 1;
     sample[i].n_location_id = i ? 2 : 1;
     sample[i].location_id = &loc_ids[2 * i];
-    sample[i].n_value = 1;
-    sample[i].value = &value;
+    sample[i].n_value = zero_first ? 2 : 1;
+    sample[i].value = zero_first ? values : values + 1;
   }
   for (unsigned long long i = 0; i < nsamples; i++)
     samples[i] = &sample[distinct ? i + 1 : 0];
 
   Pprt__Profile prof = PPRT__PROFILE__INIT;
-  prof.n_sample_type = 1;
-  prof.sample_type = sts;
+  prof.n_sample_type = zero_first ? 2 : 1;
+  prof.sample_type = zero_first ? sts : sts + 1;
   prof.n_sample = nsamples;
   prof.sample = samples;
   prof.n_location = nlocs;
@@ -152,7 +161,7 @@ int main(int argc, char **argv) {
   free(buf);
   if (name_len)
     free(strings[3]);
-  for (size_t i = 4; i < nstrings; i++)
+  for (size_t i = 4; i < nstrings - (size_t)zero_first; i++)
     free(strings[i]);
   free(strings);
   free(fn);

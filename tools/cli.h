@@ -87,13 +87,14 @@ typedef struct cli_profile {
   uint64_t max_frames;
 } cli_profile;
 
-/* Loads and checks a profile; returns CLI_OK, or an error code after
- * printing the one-line message for `cmd`. */
-int cli_profile_load(cli_profile *cp, const char *cmd, const char *path);
+/* Loads and checks a profile, and selects the value to show as
+ * cli_profile_select does (type NULL: the default). Returns CLI_OK, or an
+ * error code after printing the one-line message for `cmd`. */
+int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, const char *type);
 /* The same on a profile already in memory; path only names it in messages.
  * data stays the caller's. */
 int cli_profile_load_mem(cli_profile *cp, const char *cmd, const char *path, const uint8_t *data,
-                         size_t len);
+                         size_t len, const char *type);
 /* Selects the value to show: NAME (a sample type) or an index; NULL: the
  * profile's default_sample_type, else the last type (pprof's rule). Then
  * checks the stacks of the samples with a nonzero value against

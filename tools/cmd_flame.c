@@ -136,9 +136,7 @@ int cli_cmd_flame(int argc, char **argv) {
   if (rc >= 0)
     return rc;
   cli_profile cp;
-  rc = cli_profile_load(&cp, "flame", o.file);
-  if (rc == CLI_OK && o.sample_index)
-    rc = cli_profile_select(&cp, "flame", o.sample_index);
+  rc = cli_profile_load(&cp, "flame", o.file, o.sample_index);
   if (rc != CLI_OK) {
     cli_profile_free(&cp);
     return rc;

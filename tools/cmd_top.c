@@ -79,9 +79,7 @@ int cli_cmd_top(int argc, char **argv) {
   if (rc >= 0)
     return rc;
   cli_profile cp;
-  rc = cli_profile_load(&cp, "top", o.file);
-  if (rc == CLI_OK && o.sample_index)
-    rc = cli_profile_select(&cp, "top", o.sample_index);
+  rc = cli_profile_load(&cp, "top", o.file, o.sample_index);
   if (rc == CLI_OK && cli_print_top(stdout, &cp, (size_t)o.n, o.cum, 1) != CLI_OK)
     rc = cli_error(CLI_EFAIL, "top", "%s: out of memory", o.file);
   cli_profile_free(&cp);
@@ -155,9 +153,7 @@ int cli_cmd_collapse(int argc, char **argv) {
   if (rc >= 0)
     return rc;
   cli_profile cp;
-  rc = cli_profile_load(&cp, "collapse", o.file);
-  if (rc == CLI_OK && o.sample_index)
-    rc = cli_profile_select(&cp, "collapse", o.sample_index);
+  rc = cli_profile_load(&cp, "collapse", o.file, o.sample_index);
   if (rc != CLI_OK) {
     cli_profile_free(&cp);
     return rc;

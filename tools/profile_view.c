@@ -151,7 +151,7 @@ static void address_name(char *buf, size_t len, const Pprt__Profile *p, const Pp
   snprintf(buf, len, "0x%llx", (unsigned long long)l->address);
 }
 
-int cli_profile_load(cli_profile *cp, const char *cmd, const char *path) {
+int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, const char *type) {
   memset(cp, 0, sizeof *cp);
   uint8_t *data;
   size_t len;
@@ -159,13 +159,13 @@ int cli_profile_load(cli_profile *cp, const char *cmd, const char *path) {
   int rc = cli_read_file(path, PPRT__PROFILE_MAX_BYTES, &data, &len, err, sizeof err);
   if (rc != CLI_OK)
     return cli_error(rc, cmd, "%s: %s", path, err);
-  rc = cli_profile_load_mem(cp, cmd, path, data, len);
+  rc = cli_profile_load_mem(cp, cmd, path, data, len, type);
   free(data);
   return rc;
 }
 
 int cli_profile_load_mem(cli_profile *cp, const char *cmd, const char *path, const uint8_t *data,
-                         size_t len) {
+                         size_t len, const char *type) {
   memset(cp, 0, sizeof *cp);
   cp->path = path;
   cp->max_frames = CLI_VIEW_MAX_FRAMES;
@@ -240,7 +240,9 @@ int cli_profile_load_mem(cli_profile *cp, const char *cmd, const char *path, con
   free(nm.slots);
   cp->names = nm.v;
   cp->nnames = nm.n;
-  return cli_profile_select(cp, cmd, NULL);
+  /* The bounds are checked on the type asked for only: another may have
+   * nonzero values on stacks this one leaves out. */
+  return cli_profile_select(cp, cmd, type);
 oom_fn:
   free(fn_name);
 oom:

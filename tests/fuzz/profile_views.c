@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
       __builtin_trap();
   }
   cli_profile cp;
-  if (cli_profile_load_mem(&cp, "fuzz", "input", data, len) == CLI_OK) {
+  if (cli_profile_load_mem(&cp, "fuzz", "input", data, len, NULL) == CLI_OK) {
     cp.max_frames = FUZZ_MAX_FRAMES;
     /* Every sample type in turn: a bound passed for one value may fail for
      * another, since only the samples with a nonzero value are shown. */
