@@ -11,14 +11,14 @@
 #   go        profiles from Go's runtime/pprof (a tiny Go program built here)
 #             read by top, collapse and flame
 #   chromium  the flame graph rendered by headless Chromium shows the
-#             hottest function
+#             hottest function, and every frame of a stack at the depth bound
 #   badinput  every bad input and bad usage: the one-line message and the
 #             exit code
 #   trace     pprt record --trace on examples/demo, trace check and export;
 #             a missing, foreign, newer-version and truncated trace
 #
 # Inputs: -DMODE= -DPPRT= -DPRELOAD= -DBURN= -DVICTIM= -DWAIT= -DOUT=
-#         -DGO= -DGO_SRC= -DCHROMIUM= -DDEMO= -DUNWINDER= (the build's default)
+#         -DGO= -DGO_SRC= -DCHROMIUM= -DDEMO= -DHOSTILE= -DUNWINDER= (the build's default)
 #         -DCFI= (1 when the build has the cfi unwinder)
 cmake_minimum_required(VERSION 3.16)
 
@@ -427,6 +427,17 @@ if(MODE STREQUAL "chromium")
     message(FATAL_ERROR "chromium --screenshot wrote nothing:\n${s_err}")
   endif()
   message(STATUS "headless Chromium drew burn_hot_inner, searched and zoomed; screenshot ${OUT}/flame.png")
+  # A stack as deep as the views allow (4096 frames, tools/cli.h): the
+  # page's script draws every frame of it.
+  run(g ${HOSTILE} ${OUT}/deep.pb.gz 4096 1)
+  run(f ${PPRT} flame ${OUT}/deep.pb.gz -o ${OUT}/deep.html)
+  expect(f 0 "wrote" "pprt flame on a stack 4096 frames deep")
+  run(d ${CHROMIUM} ${flags} --dump-dom file://${OUT}/deep.html)
+  if(NOT d_out MATCHES "data-frames=\"4097\"")
+    string(REGEX MATCH "data-frames=\"[0-9]*\"" drawn "${d_out}")
+    message(FATAL_ERROR "a stack 4096 frames deep: want 4097 frames drawn, have '${drawn}':\n${d_err}")
+  endif()
+  message(STATUS "headless Chromium drew all 4096 frames of a stack at the depth bound")
   return()
 endif()
 

@@ -547,7 +547,7 @@ static void summarize_cpu(const char *dir, int status) {
     return;
   }
   cli_profile cp;
-  if (cli_profile_load(&cp, "record", path) != CLI_OK) {
+  if (cli_profile_load(&cp, "record", path, NULL) != CLI_OK) {
     cli_profile_free(&cp);
     return;
   }
@@ -610,7 +610,7 @@ static void summarize_heap(const char *dir, int status) {
     return;
   }
   cli_profile cp;
-  if (cli_profile_load(&cp, "record", path) != CLI_OK) {
+  if (cli_profile_load(&cp, "record", path, NULL) != CLI_OK) {
     cli_profile_free(&cp);
     return;
   }
@@ -627,8 +627,11 @@ static void summarize_heap(const char *dir, int status) {
     fprintf(stderr, ", one sample per %.0f bytes", rate);
   fputc('\n', stderr);
   /* Where the memory was allocated says more than what was left at exit. */
-  if (value_index(cp.p, "alloc_space") >= 0)
-    cli_profile_select(&cp, "record", "alloc_space");
+  if (value_index(cp.p, "alloc_space") >= 0 &&
+      cli_profile_select(&cp, "record", "alloc_space") != CLI_OK) {
+    cli_profile_free(&cp);
+    return;
+  }
   fprintf(stderr, "  top allocation sites by %s:\n", cp.type);
   cli_print_top(stderr, &cp, 5, 0, 0);
   list_children(dir, "heap.pb.gz");
