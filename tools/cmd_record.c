@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "tools/cli.h"
+#include "tools/cmd_record_tree.h"
 #include "tools/trace_backend.h"
 
 extern char **environ;
@@ -41,7 +42,11 @@ static const char usage[] =
     "  --cpu              cpu.pb.gz, the CPU profile (PPRT_CPUPROFILE)\n"
     "  --heap             heap.pb.gz, the heap profile (PPRT_HEAPPROFILE)\n"
     "  --trace            trace.pprt, the execution trace (PPRT_TRACE)\n"
-    "Processes PROGRAM starts (fork + exec) write FILE.<pid> beside them.\n"
+    "PROGRAM and every process it starts (fork + exec, their children, what\n"
+    "they exec) write their own files into DIR/procs/ (FILE.<pid>); at the end\n"
+    "cpu.pb.gz and heap.pb.gz are their merge (each sample labelled with its\n"
+    "pid and process: pprt top --by process), trace.json holds every process's\n"
+    "trace on one timeline, and trace.pprt is PROGRAM's own trace.\n"
     "\n"
     "  -o DIR             output directory, created if missing\n"
     "  --hz N             CPU samples per CPU-second asked (PPRT_CPUPROFILE_HZ;\n"
@@ -59,7 +64,9 @@ static const char usage[] =
     "\n"
     "On a terminal a status line shows the time elapsed and the CPU time the\n"
     "program has used; at exit a summary on stderr gives the duration, CPU\n"
-    "samples, lost samples, the effective rate and the top 5 functions.\n"
+    "samples, lost samples, the effective rate, the top processes by CPU and\n"
+    "the top 5 functions across them all; files that could not be merged (a\n"
+    "process killed while it wrote) are named and left out.\n"
     "\n"
     "A terminal's ^C or ^\\ goes to PROGRAM, which writes its profiles and ends;\n"
     "pprt waits for it, then says how it ended (exit status, termination signal,\n"
@@ -226,35 +233,37 @@ static int make_dirs(const char *dir) {
   return 0;
 }
 
-/* NAME or NAME.<digits> for one of the outputs. */
-static int is_output(const char *name, const char *out) {
+/* NAME, NAME.<pid>, NAME.<pid>.<n>, NAME.tmp and the like: every file an
+ * earlier run's processes may have left. */
+static int is_output_any(const char *name, const char *out) {
   size_t n = strlen(out);
-  if (strncmp(name, out, n) != 0)
-    return 0;
-  if (name[n] == '\0')
-    return 1;
-  if (name[n] != '.' || name[n + 1] == '\0')
-    return 0;
-  for (const char *c = name + n + 1; *c; c++)
-    if (*c < '0' || *c > '9')
-      return 0;
-  return 1;
+  return strncmp(name, out, n) == 0 && (name[n] == '\0' || name[n] == '.');
 }
 
-/* Earlier runs' files would be mistaken for this run's: they go first. */
-static void remove_old_outputs(const char *dir) {
+static void remove_outputs_in(const char *dir) {
   DIR *d = opendir(dir);
   if (d == NULL)
     return;
   struct dirent *e;
   while ((e = readdir(d)) != NULL)
     for (size_t i = 0; i < 3; i++)
-      if (is_output(e->d_name, kOutputs[i])) {
+      if (is_output_any(e->d_name, kOutputs[i])) {
         char path[PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
           unlink(path);
       }
   closedir(d);
+}
+
+/* Earlier runs' files would be mistaken for this run's: they go first, from
+ * DIR and DIR/procs/ (trace.json too). */
+static void remove_old_outputs(const char *dir) {
+  char path[PATH_MAX];
+  remove_outputs_in(dir);
+  if (snprintf(path, sizeof path, "%s/procs", dir) < (int)sizeof path)
+    remove_outputs_in(path);
+  if (snprintf(path, sizeof path, "%s/trace.json", dir) < (int)sizeof path)
+    unlink(path);
 }
 
 /* ---- the environment -------------------------------------------------------------- */
@@ -286,9 +295,14 @@ static int set_env(const record_opts *o, const char *dir, const char *preload) {
   const int want[] = {o->cpu, o->heap, o->trace};
   for (size_t i = 0; i < 3; i++)
     if (want[i]) {
-      snprintf(path, sizeof path, "%s/%s", dir, kOutputs[i]);
+      snprintf(path, sizeof path, "%s/procs/%s", dir, kOutputs[i]);
       rc |= setenv(clear[i], path, 1);
     }
+  /* Owned by pprt, which writes none: the program itself writes FILE.<pid>
+   * too, like every process of its tree (tools/cmd_record_tree.c). */
+  char me[32];
+  snprintf(me, sizeof me, "%ld", (long)getpid());
+  rc |= setenv("PPRT_OWNER_PID", me, 1);
   if (o->hz)
     rc |= setenv("PPRT_CPUPROFILE_HZ", o->hz, 1);
   if (o->heap_rate)
@@ -419,21 +433,6 @@ static long value_index(const Pprt__Profile *p, const char *type) {
   return -1;
 }
 
-/* The other processes' files: NAME.<pid>. */
-static void list_children(const char *dir, const char *name) {
-  DIR *d = opendir(dir);
-  if (d == NULL)
-    return;
-  struct dirent *e;
-  int n = 0;
-  while ((e = readdir(d)) != NULL)
-    if (strcmp(e->d_name, name) != 0 && is_output(e->d_name, name))
-      fprintf(stderr, "%s%s", n++ ? " " : "  from processes it started: ", e->d_name);
-  if (n)
-    fputc('\n', stderr);
-  closedir(d);
-}
-
 static const char *signal_name(int sig) {
   switch (sig) {
   case SIGHUP:
@@ -533,7 +532,6 @@ static void summarize_cpu(const char *dir, int status) {
   snprintf(path, sizeof path, "%s/cpu.pb.gz", dir);
   if (!written(path)) {
     why_missing("CPU profile", status);
-    list_children(dir, "cpu.pb.gz");
     return;
   }
   cli_profile cp;
@@ -570,7 +568,6 @@ static void summarize_cpu(const char *dir, int status) {
     }
   }
   cli_print_top(stderr, &cp, 5, 0, 0);
-  list_children(dir, "cpu.pb.gz");
   cli_profile_free(&cp);
 }
 
@@ -592,7 +589,6 @@ static void summarize_heap(const char *dir, int status) {
   snprintf(path, sizeof path, "%s/heap.pb.gz", dir);
   if (!written(path)) {
     why_missing("heap profile", status);
-    list_children(dir, "heap.pb.gz");
     return;
   }
   cli_profile cp;
@@ -617,7 +613,6 @@ static void summarize_heap(const char *dir, int status) {
     cli_profile_select(&cp, "record", "alloc_space");
   fprintf(stderr, "  top allocation sites by %s:\n", cp.type);
   cli_print_top(stderr, &cp, 5, 0, 0);
-  list_children(dir, "heap.pb.gz");
   cli_profile_free(&cp);
 }
 
@@ -628,7 +623,6 @@ static void summarize_trace(const char *dir, int status) {
   snprintf(path, sizeof path, "%s/trace.pprt", dir);
   if (!written(path)) {
     why_missing("trace", status);
-    list_children(dir, "trace.pprt");
     return;
   }
   uint8_t *data;
@@ -664,7 +658,6 @@ static void summarize_trace(const char *dir, int status) {
   if (tmp)
     fclose(tmp);
   free(data);
-  list_children(dir, "trace.pprt");
 }
 
 /* ---- exiting ---------------------------------------------------------------------- */
@@ -699,8 +692,13 @@ int cli_cmd_record(int argc, char **argv) {
   if (rc != CLI_OK)
     return rc;
   char dir[PATH_MAX];
+  char procs[PATH_MAX + 8];
   if (make_dirs(o.dir) != 0 || realpath(o.dir, dir) == NULL || access(dir, W_OK) != 0)
     return cli_error(CLI_ERECORD, "record", "output directory %s: %s", o.dir, strerror(errno));
+  snprintf(procs, sizeof procs, "%s/procs", dir);
+  if (make_dirs(procs) != 0)
+    return cli_error(CLI_ERECORD, "record", "output directory %s/procs: %s", o.dir,
+                     strerror(errno));
   remove_old_outputs(dir);
   if (set_env(&o, dir, preload) != 0)
     return cli_error(CLI_ERECORD, "record", "cannot set the environment: %s", strerror(errno));
@@ -744,11 +742,12 @@ int cli_cmd_record(int argc, char **argv) {
     /* Paths as the user gave them (pprt never changes directory); the
      * program got absolute ones, as it may. */
     const char *shown = o.dir;
+    cli_record_tree(shown, (long)pid, o.cpu, o.heap, o.trace, 0);
     const int want[] = {o.cpu, o.heap, o.trace};
     for (size_t i = 0; i < 3; i++) {
       char path[PATH_MAX + 16];
       /* A checkpoint the program was killed in the middle of. */
-      snprintf(path, sizeof path, "%s/%s.tmp", shown, kOutputs[i]);
+      snprintf(path, sizeof path, "%s/procs/%s.tmp", shown, kOutputs[i]);
       unlink(path);
       snprintf(path, sizeof path, "%s/%s", shown, kOutputs[i]);
       struct stat st;
@@ -761,6 +760,8 @@ int cli_cmd_record(int argc, char **argv) {
       summarize_heap(shown, status);
     if (o.trace)
       summarize_trace(shown, status);
+  } else {
+    cli_record_tree(o.dir, (long)pid, o.cpu, o.heap, o.trace, 1);
   }
   return exit_like(status);
 }

@@ -160,8 +160,17 @@ int cli_profile_load(cli_profile *cp, const char *cmd, const char *path) {
   int rc = cli_read_file(path, PPRT__PROFILE_MAX_BYTES, &data, &len, err, sizeof err);
   if (rc != CLI_OK)
     return cli_error(rc, cmd, "%s: %s", path, err);
-  int drc = pprt__profile_decode(data, len, &cp->p, err, sizeof err);
+  rc = cli_profile_load_data(cp, cmd, path, data, len);
   free(data);
+  return rc;
+}
+
+int cli_profile_load_data(cli_profile *cp, const char *cmd, const char *path, const uint8_t *data,
+                          size_t len) {
+  memset(cp, 0, sizeof *cp);
+  cp->path = path;
+  char err[256];
+  int drc = pprt__profile_decode(data, len, &cp->p, err, sizeof err);
   if (drc == -ENOMEM)
     return cli_error(CLI_EFAIL, cmd, "%s: out of memory decoding it", path);
   if (drc != 0)

@@ -1,0 +1,12 @@
+/* `pprt record`'s process trees (tools/cmd_record_tree.c). */
+#ifndef PPRT_TOOLS_CMD_RECORD_TREE_H
+#define PPRT_TOOLS_CMD_RECORD_TREE_H
+
+/* After the program ended: merges DIR/procs/ into DIR's cpu.pb.gz and
+ * heap.pb.gz (the outputs chosen), links the root process's trace as
+ * DIR/trace.pprt and exports every trace to DIR/trace.json, reporting
+ * files left out by name; unless quiet, summarises the tree (how many
+ * processes, the top processes by CPU). root_pid is the program's pid. */
+void cli_record_tree(const char *dir, long root_pid, int cpu, int heap, int trace, int quiet);
+
+#endif /* PPRT_TOOLS_CMD_RECORD_TREE_H */
