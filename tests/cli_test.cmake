@@ -61,26 +61,29 @@ endfunction()
 
 # ---- record --------------------------------------------------------------------------
 if(MODE STREQUAL "record")
-  # Exit status, a child exec'd by the program (its own file), the summary.
+  # Exit status, a child exec'd by the program (its own file in procs/,
+  # merged with the program's), the summary.
   run(a ${PPRT} record -o ${OUT}/a --hz 250 -- ${BURN} 1 3 ${BURN})
   expect(a 3 "exited with status 3" "exit status of a fork+exec program")
   foreach(want "CPU samples" "0 lost" "effective rate [0-9.]+ samples per CPU-second"
-          "burn_hot_inner" "from processes it started: cpu.pb.gz.[0-9]+")
+          "burn_hot_inner" "cpu.pb.gz: merged from 2 processes' files")
     if(NOT a_err MATCHES "${want}")
       message(FATAL_ERROR "summary lacks '${want}':\n${a_err}")
     endif()
   endforeach()
-  file(GLOB kids ${OUT}/a/cpu.pb.gz.*)
+  file(GLOB kids ${OUT}/a/procs/cpu.pb.gz.*)
   list(LENGTH kids nkids)
-  if(NOT EXISTS ${OUT}/a/cpu.pb.gz OR NOT nkids EQUAL 1)
-    message(FATAL_ERROR "want cpu.pb.gz and one cpu.pb.gz.<pid>, have: ${kids}")
+  if(NOT EXISTS ${OUT}/a/cpu.pb.gz OR NOT nkids EQUAL 2)
+    message(FATAL_ERROR "want cpu.pb.gz and two procs/cpu.pb.gz.<pid>, have: ${kids}")
   endif()
-  run(t ${PPRT} top ${kids})
-  expect(t 0 "" "pprt top on the child's profile")
-  if(NOT t_out MATCHES "burn_hot_inner")
-    message(FATAL_ERROR "the child's profile does not name burn_hot_inner:\n${t_out}")
-  endif()
-  message(STATUS "fork+exec: exit 3 kept, child profile ${kids}")
+  foreach(kid ${kids})
+    run(t ${PPRT} top ${kid})
+    expect(t 0 "" "pprt top on one process's profile")
+    if(NOT t_out MATCHES "burn_hot_inner")
+      message(FATAL_ERROR "${kid} does not name burn_hot_inner:\n${t_out}")
+    endif()
+  endforeach()
+  message(STATUS "fork+exec: exit 3 kept, each process's profile ${kids}")
 
   # The summary's sample count is the profile's, as collapse sums it.
   string(REGEX MATCH "([0-9]+) CPU samples" m "${a_err}")
