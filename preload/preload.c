@@ -135,8 +135,9 @@ static int open_output(const char *var, const char *path, char *out, size_t outl
     fprintf(stderr, "pprt: %s path too long; not %s\n", var, doing);
     return -1;
   }
-  int fd = owner && strcmp(owner, me) != 0 ? open_own(out, outlen)
-                                            : open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = owner && strcmp(owner, me) != 0
+               ? open_own(out, outlen)
+               : open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     fprintf(stderr, "pprt: cannot open %s=%s: %s; not %s\n", var, out, strerror(errno), doing);
   return fd;

@@ -80,8 +80,9 @@ int cli_profile_load_many(cli_profile *cp, const char *cmd, char *const *paths, 
 int cli_profile_decode_file(const char *cmd, const char *path, Pprt__Profile **out);
 /* The table of `pprt top --by KEY`: the selected value summed per value of
  * label KEY ("process": per program name, with how many pids ran it;
- * "pid": per process, with its name), n rows (0: all). */
-int cli_print_by(FILE *out, const cli_profile *cp, const char *key, size_t n);
+ * "pid": per process, with its name), n rows (0: all); header: the type
+ * and total above it. */
+int cli_print_by(FILE *out, const cli_profile *cp, const char *key, size_t n, int header);
 /* Selects the value to show: NAME (a sample type) or an index; NULL: the
  * profile's default_sample_type, else the last type (pprof's rule). */
 int cli_profile_select(cli_profile *cp, const char *cmd, const char *name);

@@ -39,8 +39,9 @@ int cli_cmd_merge(int argc, char **argv) {
       out = v;
     } else if (missing || (a[0] == '-' && a[1] != '\0')) {
       free(files);
-      return cli_error(CLI_EUSAGE, "merge", missing ? "%s needs a value (see pprt merge --help)"
-                                                    : "unknown option '%s' (see pprt merge --help)",
+      return cli_error(CLI_EUSAGE, "merge",
+                       missing ? "%s needs a value (see pprt merge --help)"
+                               : "unknown option '%s' (see pprt merge --help)",
                        a);
     } else {
       files[n++] = argv[i];

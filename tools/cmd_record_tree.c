@@ -166,8 +166,9 @@ static size_t merge_kind(const char *dir, const char *name, int quiet) {
     if (bad)
       fprintf(stderr, ", %zu left out (named above)", bad);
     if (empty)
-      fprintf(stderr, ", %zu empty (a process killed before it wrote, or exec'd into a program "
-                      "that could not be preloaded)",
+      fprintf(stderr,
+              ", %zu empty (a process killed before it wrote, or exec'd into a program "
+              "that could not be preloaded)",
               empty);
     fputc('\n', stderr);
   }
@@ -244,8 +245,6 @@ static void traces(const char *dir, int quiet) {
 
 void cli_record_tree(const char *dir, long root_pid, int cpu, int heap, int trace, int quiet) {
   g_root = root_pid;
-  if (!quiet)
-    fprintf(stderr, "  process tree: each process's files in %s/procs\n", dir);
   size_t ncpu = cpu ? merge_kind(dir, "cpu.pb.gz", quiet) : 0;
   if (heap)
     merge_kind(dir, "heap.pb.gz", quiet);
@@ -258,7 +257,7 @@ void cli_record_tree(const char *dir, long root_pid, int cpu, int heap, int trac
   cli_profile cp;
   if (cli_profile_load(&cp, "record", path) == CLI_OK) {
     fprintf(stderr, "  top processes by CPU (pprt top --by process %s):\n", path);
-    cli_print_by(stderr, &cp, "process", 5);
+    cli_print_by(stderr, &cp, "process", 5, 0);
   }
   cli_profile_free(&cp);
 }

@@ -94,7 +94,7 @@ int cli_cmd_top(int argc, char **argv) {
   if (rc == CLI_OK && o.sample_index)
     rc = cli_profile_select(&cp, "top", o.sample_index);
   if (rc == CLI_OK && o.by) {
-    if (cli_print_by(stdout, &cp, o.by, (size_t)o.n) != CLI_OK)
+    if (cli_print_by(stdout, &cp, o.by, (size_t)o.n, 1) != CLI_OK)
       rc = cli_error(CLI_EFAIL, "top", "%s: out of memory", o.file);
   } else if (rc == CLI_OK && cli_print_top(stdout, &cp, (size_t)o.n, o.cum, 1) != CLI_OK) {
     rc = cli_error(CLI_EFAIL, "top", "%s: out of memory", o.file);

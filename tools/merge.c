@@ -479,7 +479,8 @@ static int copy_body(cli_merge *m, const Pprt__Profile *p, const int64_t *smap, 
     c->location_id = malloc((s->n_location_id + 2) * sizeof *c->location_id);
     c->value = malloc((s->n_value + 1) * sizeof *c->value);
     c->label = calloc(s->n_label + 1, sizeof *c->label);
-    if (!c->location_id || !c->value || !c->label || PUSH(m->samples, m->nsamples, m->samples_cap, c)) {
+    if (!c->location_id || !c->value || !c->label ||
+        PUSH(m->samples, m->nsamples, m->samples_cap, c)) {
       free(c->location_id);
       free(c->value);
       free(c->label);

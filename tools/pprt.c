@@ -59,12 +59,8 @@ int main(int argc, char **argv) {
   static const struct {
     const char *name;
     int (*run)(int, char **);
-  } cmds[] = {{"record", cli_cmd_record},
-              {"top", cli_cmd_top},
-              {"flame", cli_cmd_flame},
-              {"collapse", cli_cmd_collapse},
-              {"merge", cli_cmd_merge},
-              {"trace", cli_cmd_trace}};
+  } cmds[] = {{"record", cli_cmd_record},     {"top", cli_cmd_top},     {"flame", cli_cmd_flame},
+              {"collapse", cli_cmd_collapse}, {"merge", cli_cmd_merge}, {"trace", cli_cmd_trace}};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (strcmp(cmd, cmds[i].name) == 0)
       return cmds[i].run(argc - 1, argv + 1);

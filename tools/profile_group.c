@@ -113,7 +113,7 @@ static int cmp_by_row(const void *x, const void *y) {
   return strcmp(a->name, b->name);
 }
 
-int cli_print_by(FILE *out, const cli_profile *cp, const char *key, size_t n) {
+int cli_print_by(FILE *out, const cli_profile *cp, const char *key, size_t n, int header) {
   const Pprt__Profile *p = cp->p;
   by_row *rows = NULL;
   size_t nrows = 0, cap = 0;
@@ -179,8 +179,9 @@ int cli_print_by(FILE *out, const cli_profile *cp, const char *key, size_t n) {
     size_t shown = n == 0 || n > nrows ? nrows : n;
     char t[64];
     cli_format_value(t, sizeof t, total, cp->unit);
-    fprintf(out, "Type: %s (%s)\nTotal %s = %s, by %s: %zu\n", cp->type, cp->unit, cp->type, t,
-            key, nrows);
+    if (header)
+      fprintf(out, "Type: %s (%s)\nTotal %s = %s, by %s: %zu\n", cp->type, cp->unit, cp->type, t,
+              key, nrows);
     if (count_pids)
       fprintf(out, "%10s %7s %7s %6s  %s\n", "flat", "flat%", "sum%", "pids", key);
     else

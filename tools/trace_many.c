@@ -15,8 +15,7 @@ static int file_write(void *ctx, const void *data, size_t len) {
   return fwrite(data, 1, len, ctx) == len ? 0 : -EIO;
 }
 
-int cli_trace_export_files(const char *cmd, char *const *paths, size_t n, int skip_bad,
-                           FILE *out) {
+int cli_trace_export_files(const char *cmd, char *const *paths, size_t n, int skip_bad, FILE *out) {
   pprt__trace **ts = calloc(n ? n : 1, sizeof *ts);
   if (ts == NULL)
     return cli_error(CLI_EFAIL, cmd, "out of memory");
@@ -30,8 +29,8 @@ int cli_trace_export_files(const char *cmd, char *const *paths, size_t n, int sk
     if (r == CLI_OK) {
       /* A process killed while it wrote leaves its last generation cut
        * short: a tree's export keeps the complete ones. */
-      int d = pprt__trace_decode(data, len, skip_bad ? PPRT__TRACE_DECODE_PARTIAL : 0, &ts[nt],
-                                 err, sizeof err);
+      int d = pprt__trace_decode(data, len, skip_bad ? PPRT__TRACE_DECODE_PARTIAL : 0, &ts[nt], err,
+                                 sizeof err);
       free(data);
       if (d == -ENOMEM)
         r = cli_error(CLI_EFAIL, cmd, "%s: out of memory", paths[i]);
