@@ -166,7 +166,47 @@ foreach(prog make cc1)
     message(FATAL_ERROR "trace.json has no process named ${prog}")
   endif()
 endforeach()
-message(STATUS "trace.json: ${npids} processes, each named")
+# One time axis: make starts before any process it runs, so its first event
+# comes first; with each trace left at its own origin all would start at 0.
+string(REGEX MATCHALL "\"pid\":[0-9]+,\"tid\":[0-9]+,\"ts\":[0-9]+" stamps "${json}")
+string(REGEX MATCH "\"pid\":([0-9]+),\"tid\":0,\"name\":\"process_name\",\"args\":\\{\"name\":\"make\"\\}"
+       _ "${json}")
+set(make_pid ${CMAKE_MATCH_1})
+set(first_make "")
+set(first_other "")
+foreach(st ${stamps})
+  string(REGEX MATCH "\"pid\":([0-9]+),\"tid\":[0-9]+,\"ts\":([0-9]+)" _ "${st}")
+  if(CMAKE_MATCH_1 STREQUAL make_pid)
+    if(first_make STREQUAL "" OR CMAKE_MATCH_2 LESS first_make)
+      set(first_make ${CMAKE_MATCH_2})
+    endif()
+  elseif(first_other STREQUAL "" OR CMAKE_MATCH_2 LESS first_other)
+    set(first_other ${CMAKE_MATCH_2})
+  endif()
+endforeach()
+if(first_make STREQUAL "" OR first_other STREQUAL "" OR NOT first_make LESS first_other)
+  message(FATAL_ERROR "trace.json: make's first event at ${first_make} us is not before its "
+                      "children's first at ${first_other} us: not one time axis")
+endif()
+# The same document from pprt trace export of the files themselves.
+file(GLOB traces ${OUT}/m/procs/trace.pprt.*)
+run(e ${PPRT} trace export ${traces} -o ${OUT}/m/again.json)
+expect(e 0 "wrote .*again.json" "pprt trace export of several traces")
+file(READ ${OUT}/m/again.json again)
+string(REGEX MATCHALL "\"name\":\"process_name\"" again_named "${again}")
+list(LENGTH again_named n_again)
+if(NOT n_again EQUAL nnamed)
+  message(FATAL_ERROR "trace export of the files names ${n_again} processes, trace.json ${nnamed}")
+endif()
+# A bad trace among them is named, and nothing is written.
+file(WRITE ${OUT}/bad.pprt "not a trace")
+run(e ${PPRT} trace export ${traces} ${OUT}/bad.pprt -o ${OUT}/m/bad.json)
+expect(e 3 "trace export: [^\n]*bad.pprt: " "pprt trace export with a bad trace")
+if(EXISTS ${OUT}/m/bad.json)
+  message(FATAL_ERROR "pprt trace export wrote bad.json from a bad trace")
+endif()
+message(STATUS "trace.json: ${npids} processes, each named, make's first event first "
+               "(${first_make} us < ${first_other} us)")
 
 # ---- several files: top of the files = top of their merge ---------------------------
 file(GLOB procs ${OUT}/m/procs/cpu.pb.gz.*)
@@ -188,6 +228,12 @@ list(GET procs 0 first)
 run(x ${PPRT} top ${first} ${OUT}/m/heap.pb.gz)
 expect(x 3 "cannot merge [^ ]*cpu.pb.gz[^ ]* and [^ ]*heap.pb.gz: different sample types.*cpu/nanoseconds.*alloc_space/bytes"
        "top of a CPU and a heap profile")
+run(x ${PPRT} top --by= ${first})
+expect(x 2 "--by needs a label key" "--by with no key")
+run(x ${PPRT} merge ${first})
+expect(x 2 "missing -o OUT" "pprt merge without -o")
+run(x ${PPRT} merge -o ${OUT}/x.pb.gz ${first} ${OUT}/bad.pprt)
+expect(x 3 "merge: [^\n]*bad.pprt: " "pprt merge with a bad file")
 message(STATUS "top of several files = top of their merge; mixed types refused")
 
 # ---- a shell pipeline ----------------------------------------------------------------

@@ -546,8 +546,10 @@ static void summarize_cpu(const char *dir, int status) {
   int64_t samples = 0;
   for (size_t i = 0; i < p->n_sample && isamples >= 0; i++)
     samples += p->sample[i]->value[isamples];
-  if (comment_number(p, "lost samples", &lost) == 0)
-    samples -= (int64_t)lost; /* the pprt_lost_samples frame carries them */
+  /* The pprt_lost_samples frames carry them: counted there, they add up
+   * over the processes of a merge, whose comments each give their own. */
+  lost = (double)cli_record_lost(&cp, isamples);
+  samples -= (int64_t)lost;
   comment_number(p, "effective rate", &rate);
   char cpu[64];
   cli_format_value(cpu, sizeof cpu, cli_profile_total(&cp), cp.unit);

@@ -241,6 +241,18 @@ static void traces(const char *dir, int quiet) {
   free_files(files, n);
 }
 
+int64_t cli_record_lost(const cli_profile *cp, long isamples) {
+  int64_t lost = 0;
+  for (size_t i = 0; i < cp->p->n_sample && isamples >= 0; i++) {
+    const Pprt__Sample *s = cp->p->sample[i];
+    long l = s->n_location_id == 1 ? cli_profile_location(cp, s->location_id[0]) : -1;
+    if (l >= 0 && cp->loc_count[l] == 1 &&
+        strcmp(cp->names[cp->frames[cp->loc_first[l]]], PPRT__FRAME_LOST) == 0)
+      lost += s->value[isamples];
+  }
+  return lost;
+}
+
 /* ---- the summary ------------------------------------------------------------------- */
 
 void cli_record_tree(const char *dir, long root_pid, int cpu, int heap, int trace, int quiet) {

@@ -2,11 +2,20 @@
 #ifndef PPRT_TOOLS_CMD_RECORD_TREE_H
 #define PPRT_TOOLS_CMD_RECORD_TREE_H
 
+#include <stdint.h>
+
+#include "tools/cli.h"
+
 /* After the program ended: merges DIR/procs/ into DIR's cpu.pb.gz and
  * heap.pb.gz (the outputs chosen), links the root process's trace as
  * DIR/trace.pprt and exports every trace to DIR/trace.json, reporting
  * files left out by name; unless quiet, summarises the tree (how many
  * processes, the top processes by CPU). root_pid is the program's pid. */
 void cli_record_tree(const char *dir, long root_pid, int cpu, int heap, int trace, int quiet);
+
+/* The lost samples in a CPU profile (value index isamples, -1: none): the
+ * values of its pprt_lost_samples samples, summed over every process of a
+ * merged tree. */
+int64_t cli_record_lost(const cli_profile *cp, long isamples);
 
 #endif /* PPRT_TOOLS_CMD_RECORD_TREE_H */
