@@ -6,7 +6,9 @@
 #     cpu.pb.gz holds >= 80% of the tree's CPU time (the rusage pprt record
 #     reports, which counts every waited-for descendant), pprt top --by
 #     process shows cc1, trace.json has a pid per process named after it;
-#   - a shell pipeline: both sides are in the merged profile;
+#   - a shell pipeline: both sides are in the merged profile (--no-procs:
+#     only the merged outputs are left);
+#   - a shell that execs: the later image has its own files, both merged;
 #   - a truncated child profile is named and left out, the merge goes on;
 #   - pprt top a b equals pprt top of pprt merge a b, and of record's merge;
 #     profiles of other sample types are refused with both files named.
@@ -237,8 +239,13 @@ expect(x 3 "merge: [^\n]*bad.pprt: " "pprt merge with a bad file")
 message(STATUS "top of several files = top of their merge; mixed types refused")
 
 # ---- a shell pipeline ----------------------------------------------------------------
-run(p ${PPRT} record -o ${OUT}/p --cpu -- sh -c "${BURN} 0.4 0 | ${VICTIM} exit 0")
+run(p ${PPRT} record -o ${OUT}/p --cpu --trace --no-procs --
+    sh -c "${BURN} 0.4 0 | ${VICTIM} exit 0")
 expect(p 0 "exited with status 0" "a pipeline")
+# --no-procs: the merged outputs only.
+if(EXISTS ${OUT}/p/procs OR NOT EXISTS ${OUT}/p/trace.pprt OR NOT EXISTS ${OUT}/p/trace.json)
+  message(FATAL_ERROR "--no-procs: want trace.pprt and trace.json, no procs/:\n${p_err}")
+endif()
 run(b ${PPRT} top --by process ${OUT}/p/cpu.pb.gz)
 get_filename_component(burn_name ${BURN} NAME)
 get_filename_component(victim_name ${VICTIM} NAME)
@@ -250,6 +257,29 @@ if(NOT t_out MATCHES "burn_hot_inner" OR NOT t_out MATCHES "victim_burn")
   message(FATAL_ERROR "the pipeline's merged profile lacks a side's function:\n${t_out}")
 endif()
 message(STATUS "pipeline: both sides merged")
+
+# ---- a process that execs ---------------------------------------------------------
+# sh runs the burner, then execs the victim: one pid, two images. The later
+# image writes FILE.<pid>.1 where the earlier one left a file (its trace up
+# to the exec), and both programs are in the merge.
+run(x ${PPRT} record -o ${OUT}/x -- sh -c "${BURN} 0.3 0 && exec ${VICTIM} exit 0")
+expect(x 0 "exited with status 0" "a shell that execs")
+run(b ${PPRT} top --by process ${OUT}/x/cpu.pb.gz)
+if(NOT b_out MATCHES "  ${burn_name}\n" OR NOT b_out MATCHES "  ${victim_name}\n")
+  message(FATAL_ERROR "the exec'd program or the child is not in the merge:\n${b_out}\n${x_err}")
+endif()
+file(GLOB later ${OUT}/x/procs/trace.pprt.*.1)
+list(LENGTH later nlater)
+if(NOT nlater EQUAL 1)
+  message(FATAL_ERROR "want one trace.pprt.<pid>.1 for the exec'd image, have: ${later}")
+endif()
+file(READ ${OUT}/x/trace.json json)
+foreach(prog sh ${victim_name} ${burn_name})
+  if(NOT json MATCHES "\"name\":\"process_name\",\"args\":\\{\"name\":\"${prog}\"\\}")
+    message(FATAL_ERROR "trace.json of the exec case has no process named ${prog}")
+  endif()
+endforeach()
+message(STATUS "exec: the later image has its own files, all three programs merged")
 
 # ---- a truncated child profile -------------------------------------------------------
 # A child killed while it wrote leaves part of a file: planted here from a

@@ -34,7 +34,8 @@ extern char **environ;
 
 static const char usage[] =
     "usage: pprt record [-o DIR] [--cpu] [--heap] [--trace] [--hz N] [--heap-rate BYTES]\n"
-    "                   [--timer MODE] [--checkpoint SECONDS] [--preload PATH] [-q]\n"
+    "                   [--timer MODE] [--checkpoint SECONDS] [--preload PATH] [--no-procs]\n"
+    "                   [-q]\n"
     "                   [--] PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with pprt's preload library and writes into DIR (default\n"
@@ -60,6 +61,7 @@ static const char usage[] =
     "                     of the last one (PPRT_CHECKPOINT; default 5, 0: off)\n"
     "  --preload PATH     the preload library to use (default: next to pprt, or\n"
     "                     in its install's library directory)\n"
+    "  --no-procs         remove DIR/procs/ once merged: the merged outputs only\n"
     "  -q, --quiet        no live status and no summary\n"
     "\n"
     "On a terminal a status line shows the time elapsed and the CPU time the\n"
@@ -81,7 +83,7 @@ static const char usage[] =
 
 typedef struct record_opts {
   const char *dir, *hz, *heap_rate, *timer, *preload, *checkpoint;
-  int cpu, heap, trace, quiet;
+  int cpu, heap, trace, quiet, no_procs;
   char **argv; /* the program and its arguments */
 } record_opts;
 
@@ -114,6 +116,8 @@ static int parse(int argc, char **argv, record_opts *o) {
       o->trace = 1;
     } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
       o->quiet = 1;
+    } else if (strcmp(a, "--no-procs") == 0) {
+      o->no_procs = 1;
     } else if ((v = cli_option_value(argc, argv, &i, "-o", &missing)) ||
                (!missing && (v = cli_option_value(argc, argv, &i, "--output", &missing)))) {
       o->dir = v;
@@ -744,7 +748,7 @@ int cli_cmd_record(int argc, char **argv) {
     /* Paths as the user gave them (pprt never changes directory); the
      * program got absolute ones, as it may. */
     const char *shown = o.dir;
-    cli_record_tree(shown, (long)pid, o.cpu, o.heap, o.trace, 0);
+    cli_record_tree(shown, (long)pid, o.cpu, o.heap, o.trace, 0, o.no_procs);
     const int want[] = {o.cpu, o.heap, o.trace};
     for (size_t i = 0; i < 3; i++) {
       char path[PATH_MAX + 16];
@@ -763,7 +767,7 @@ int cli_cmd_record(int argc, char **argv) {
     if (o.trace)
       summarize_trace(shown, status);
   } else {
-    cli_record_tree(o.dir, (long)pid, o.cpu, o.heap, o.trace, 1);
+    cli_record_tree(o.dir, (long)pid, o.cpu, o.heap, o.trace, 1, o.no_procs);
   }
   return exit_like(status);
 }

@@ -255,13 +255,35 @@ int64_t cli_record_lost(const cli_profile *cp, long isamples) {
 
 /* ---- the summary ------------------------------------------------------------------- */
 
-void cli_record_tree(const char *dir, long root_pid, int cpu, int heap, int trace, int quiet) {
+/* Removes DIR/procs/ and what is in it (only files: the preload library
+ * writes nothing else there). */
+static void remove_procs(const char *dir) {
+  char procs[PATH_MAX];
+  snprintf(procs, sizeof procs, "%s/procs", dir);
+  DIR *d = opendir(procs);
+  if (d == NULL)
+    return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char path[PATH_MAX];
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+        snprintf(path, sizeof path, "%s/%s", procs, e->d_name) < (int)sizeof path)
+      unlink(path);
+  }
+  closedir(d);
+  rmdir(procs);
+}
+
+void cli_record_tree(const char *dir, long root_pid, int cpu, int heap, int trace, int quiet,
+                     int no_procs) {
   g_root = root_pid;
   size_t ncpu = cpu ? merge_kind(dir, "cpu.pb.gz", quiet) : 0;
   if (heap)
     merge_kind(dir, "heap.pb.gz", quiet);
   if (trace)
     traces(dir, quiet);
+  if (no_procs)
+    remove_procs(dir); /* trace.pprt, a hard link, keeps its data */
   if (quiet || ncpu < 2)
     return;
   char path[PATH_MAX];

@@ -10,8 +10,11 @@
  * heap.pb.gz (the outputs chosen), links the root process's trace as
  * DIR/trace.pprt and exports every trace to DIR/trace.json, reporting
  * files left out by name; unless quiet, summarises the tree (how many
- * processes, the top processes by CPU). root_pid is the program's pid. */
-void cli_record_tree(const char *dir, long root_pid, int cpu, int heap, int trace, int quiet);
+ * processes, the top processes by CPU). root_pid is the program's pid.
+ * no_procs: then removes DIR/procs/ (DIR/trace.pprt, a hard link or a
+ * copy, keeps the program's trace). */
+void cli_record_tree(const char *dir, long root_pid, int cpu, int heap, int trace, int quiet,
+                     int no_procs);
 
 /* The lost samples in a CPU profile (value index isamples, -1: none): the
  * values of its pprt_lost_samples samples, summed over every process of a
