@@ -35,8 +35,7 @@ extern char **environ;
 static const char usage[] =
     "usage: pprt record [-o DIR] [--cpu] [--heap] [--trace] [--hz N] [--heap-rate BYTES]\n"
     "                   [--timer MODE] [--checkpoint SECONDS] [--preload PATH] [--no-procs]\n"
-    "                   [-q]\n"
-    "                   [--] PROGRAM [ARGS...]\n"
+    "                   [-q] [--] PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with pprt's preload library and writes into DIR (default\n"
     "pprt-out) the outputs chosen, all three when none is:\n"
