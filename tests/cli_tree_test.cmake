@@ -289,10 +289,24 @@ message(STATUS "exec: the later image has its own files, all three programs merg
 # A child killed while it wrote leaves part of a file: planted here from a
 # real one, while the program runs (record clears procs/ when it starts).
 # (No ";" in the command: run() would split it as a CMake list.)
-run(k ${PPRT} record -o ${OUT}/k --cpu --
-    sh -c "head -c 150 ${first} > ${OUT}/k/procs/cpu.pb.gz.999999 && ${BURN} 0.3 0")
+# The largest trace of the make run, cut inside its first generation.
+set(big "")
+set(big_size 0)
+foreach(t ${traces})
+  file(SIZE ${t} size)
+  if(size GREATER big_size)
+    set(big ${t})
+    set(big_size ${size})
+  endif()
+endforeach()
+run(k ${PPRT} record -o ${OUT}/k --cpu --trace --
+    sh -c "head -c 150 ${first} > ${OUT}/k/procs/cpu.pb.gz.999999 && head -c 120 ${big} > ${OUT}/k/procs/trace.pprt.999999 && ${BURN} 0.3 0")
 expect(k 0 "procs/cpu.pb.gz.999999: [^\n]*\npprt record: [^\n]*cpu.pb.gz.999999: left out of"
        "a truncated child profile")
+if(NOT k_err MATCHES "procs/trace.pprt.999999: [^\n]*left out"
+   OR NOT k_err MATCHES "trace.json: the traces of [0-9]+ processes")
+  message(FATAL_ERROR "a truncated child trace is not named and left out:\n${k_err}")
+endif()
 if(NOT k_err MATCHES "1 left out" OR NOT EXISTS ${OUT}/k/cpu.pb.gz)
   message(FATAL_ERROR "the merge did not go on without the truncated file:\n${k_err}")
 endif()

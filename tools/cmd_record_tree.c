@@ -229,12 +229,13 @@ static void traces(const char *dir, int quiet) {
   } else {
     for (size_t i = 0; i < take; i++)
       paths[i] = files[i].path;
-    int rc = cli_trace_export_files("record", paths, take, 1, f);
+    size_t done = 0;
+    int rc = cli_trace_export_files("record", paths, take, 1, f, &done);
     if (fclose(f) != 0 || rc != CLI_OK || rename(tmp, out) != 0)
       unlink(tmp);
     else if (!quiet)
       fprintf(stderr, "  %s: the traces of %zu process%s on one timeline (ui.perfetto.dev)%s\n",
-              out, take, take == 1 ? "" : "es",
+              out, done, done == 1 ? "" : "es",
               take < n ? "; the smallest left out, over the size budget" : "");
   }
   free(paths);

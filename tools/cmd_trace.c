@@ -54,7 +54,7 @@ static int export_many(char **files, size_t n, const char *outpath) {
       rc = cli_error(CLI_EFAIL, cmd, "%s: cannot write: %s", outpath, strerror(errno));
   }
   if (rc == CLI_OK) {
-    rc = cli_trace_export_files(cmd, files, n, 0, out);
+    rc = cli_trace_export_files(cmd, files, n, 0, out, NULL);
     if ((out == stdout ? fflush(out) : fclose(out)) != 0 && rc == CLI_OK)
       rc = cli_error(CLI_EFAIL, cmd, "%s: writing failed: %s", outpath, strerror(errno));
     if (*tmp && rc == CLI_OK && rename(tmp, outpath) != 0)

@@ -15,7 +15,8 @@ static int file_write(void *ctx, const void *data, size_t len) {
   return fwrite(data, 1, len, ctx) == len ? 0 : -EIO;
 }
 
-int cli_trace_export_files(const char *cmd, char *const *paths, size_t n, int skip_bad, FILE *out) {
+int cli_trace_export_files(const char *cmd, char *const *paths, size_t n, int skip_bad, FILE *out,
+                           size_t *exported) {
   pprt__trace **ts = calloc(n ? n : 1, sizeof *ts);
   if (ts == NULL)
     return cli_error(CLI_EFAIL, cmd, "out of memory");
@@ -61,6 +62,8 @@ int cli_trace_export_files(const char *cmd, char *const *paths, size_t n, int sk
     else if (e != 0)
       rc = cli_error(CLI_EFAIL, cmd, "writing failed: %s", strerror(errno));
   }
+  if (exported)
+    *exported = rc == CLI_OK ? nt : 0;
   for (size_t i = 0; i < nt; i++)
     pprt__trace_free(ts[i]);
   free(ts);
