@@ -9,7 +9,9 @@
 #   - a shell pipeline: both sides are in the merged profile (--no-procs:
 #     only the merged outputs are left);
 #   - a shell that execs: the later image has its own files, both merged;
-#   - a truncated child profile is named and left out, the merge goes on;
+#   - the summary's ending is the program's, not a child's;
+#   - a truncated child profile or trace is named and left out, the merge
+#     goes on;
 #   - pprt top a b equals pprt top of pprt merge a b, and of record's merge;
 #     profiles of other sample types are refused with both files named.
 #
@@ -284,6 +286,20 @@ foreach(prog sh ${victim_name} ${burn_name})
   endif()
 endforeach()
 message(STATUS "exec: the later image has its own files, all three programs merged")
+
+# ---- how the program ended, not its child ------------------------------------------
+# The child dies of SIGTERM (its profile says so); the program, cpu_burn,
+# returns from main (10: its child failed): the summary's ending is the
+# program's.
+file(WRITE ${OUT}/term.sh "#!/bin/sh\nexec ${VICTIM} term\n")
+file(CHMOD ${OUT}/term.sh PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+run(e ${PPRT} record -o ${OUT}/e --cpu -- ${BURN} 0.2 0 ${OUT}/term.sh)
+expect(e 10 "ending seen: exit \\(written by the exit handlers\\)" "the program's own ending")
+run(t ${PPRT} top --by process ${OUT}/e/cpu.pb.gz)
+if(NOT t_out MATCHES "  ${victim_name}\n")
+  message(FATAL_ERROR "the child killed by SIGTERM is not in the merge:\n${t_out}")
+endif()
+message(STATUS "ending: the program's, with its child's profile written at SIGTERM merged")
 
 # ---- a truncated child profile -------------------------------------------------------
 # A child killed while it wrote leaves part of a file: planted here from a

@@ -521,6 +521,9 @@ static void print_ending(const Pprt__Profile *p, int status) {
   if (printed)
     return;
   printed = 1;
+  /* In a merge, the program's own profile says how the program ended. */
+  if (cli_record_root_profile())
+    p = cli_record_root_profile();
   const char *checkpoint = NULL;
   for (size_t i = 0; i < p->n_comment; i++) {
     const char *c = cli_str(p, p->comment[i]);

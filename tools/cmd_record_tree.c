@@ -56,6 +56,11 @@ static int parse_name(const char *file, const char *name, long *pid, long *image
 }
 
 static long g_root;
+static Pprt__Profile *g_root_profile; /* kept from the merge */
+
+const Pprt__Profile *cli_record_root_profile(void) {
+  return g_root_profile;
+}
 
 /* The root process first (its comments lead the merge, as its summary
  * reads them), then by pid and image. */
@@ -140,12 +145,20 @@ static size_t merge_kind(const char *dir, const char *name, int quiet) {
   proc_file *files = list_files(procs, name, &n, &empty);
   cli_merge *m = n ? cli_merge_new() : NULL;
   size_t bad = 0;
+  int keep_root = 0; /* this kind's root profile replaces an earlier kind's */
   for (size_t i = 0; i < n && m; i++) {
     Pprt__Profile *p;
     /* The message names the file and what is wrong with it. */
     int rc = cli_profile_decode_file("record", files[i].path, &p);
     if (rc == CLI_OK) {
       rc = cli_merge_add(m, "record", p, files[i].path);
+      /* The root's files come first, by image: the last is the latest. */
+      if (rc == CLI_OK && files[i].pid == g_root && (g_root_profile == NULL || keep_root)) {
+        pprt__profile_decoded_free(g_root_profile);
+        g_root_profile = p;
+        keep_root = 1;
+        p = NULL;
+      }
       pprt__profile_decoded_free(p);
     }
     if (rc != CLI_OK) {

@@ -16,6 +16,11 @@
 void cli_record_tree(const char *dir, long root_pid, int cpu, int heap, int trace, int quiet,
                      int no_procs);
 
+/* The program's own profile (its last image's; CPU, else heap) as the
+ * merge read it, for what its comments say of its ending; NULL when it
+ * wrote none. Valid until exit. */
+const Pprt__Profile *cli_record_root_profile(void);
+
 /* The lost samples in a CPU profile (value index isamples, -1: none): the
  * values of its pprt_lost_samples samples, summed over every process of a
  * merged tree. */
