@@ -456,8 +456,10 @@ __attribute__((constructor)) static void preload_start(void) {
     start_cpu(cpu);
   if (cpu_fd >= 0 || heap_fd >= 0 || trace_fd >= 0)
     pprt__exits_start(heap_fd >= 0 ? checkpoint_ms : 0);
-  /* Only the process that was started with it: a child's port would clash. */
-  if (http && *http && !getenv("PPRT_OWNER_PID"))
+  /* Only the process that was started with it: a child's port would clash.
+   * Under `pprt record`, which owns the paths itself, that is its child. */
+  const char *owner = getenv("PPRT_OWNER_PID");
+  if (http && *http && (!owner || atol(owner) == (long)getppid()))
     start_http(http);
   /* Children that exec with these variables write path.<pid>. */
   if (!getenv("PPRT_OWNER_PID")) {
