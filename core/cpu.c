@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/atfork.h"
 #include "core/cpu.h"
 #include "core/heap.h"
 #include "core/platform.h"
@@ -976,8 +977,10 @@ static void atfork_child(void) {
   }
 }
 
+static const pprt__fork_hooks fork_hooks = {atfork_prepare, atfork_parent, atfork_child};
+
 static void install_atfork(void) {
-  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  pprt__fork_register(PPRT__FORK_CPU, &fork_hooks);
 }
 
 static void session_free(session *s) {

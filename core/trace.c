@@ -2,12 +2,10 @@
  * that turns them into generations, and the flight recorder.
  *
  * Divisions:
- *   memory         64 KiB chunks and the intern tables' arenas, from mmap so
+ *   memory         64 KiB chunks, from mmap so
  *                  that a thread (even in a signal handler, even inside
  *                  malloc) can get one without a lock;
- *   intern tables  strings and stacks to ids, lock-free, for the life of the
- *                  process: ids are global, each generation lists the ones
- *                  it uses;
+ *   (intern tables strings and stacks to ids: core/trace_intern.c);
  *   threads        one state per thread (initial-exec TLS pointer), kept in
  *                  a global list and reused after the thread exits;
  *   events         the write path: no lock, no atomic read-modify-write;
@@ -46,12 +44,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/atfork.h"
 #include "core/heap.h"
 #include "core/platform.h"
 #include "core/table.h"
 #include "core/thread.h"
 #include "core/trace.h"
 #include "core/trace_format.h"
+#include "core/trace_intern.h"
 #include "pprt.h"
 
 #define CHUNK_BYTES ((size_t)65536) /* one mapping: header + events */
@@ -77,12 +77,6 @@
 #define PAIR_TRIES 16
 #define PAIR_WIDTH_NS 250u
 #define QUIESCE_NS 10000000ull /* stop waits this long for events in flight */
-
-#define STR_SLOTS ((size_t)1 << 16)
-#define STACK_SLOTS ((size_t)1 << 16)
-#define STR_ARENA_LIMIT ((size_t)16 << 20)
-#define STACK_ARENA_LIMIT ((size_t)64 << 20)
-#define ARENA_BLOCK ((size_t)1 << 20)
 
 /* ---- memory ------------------------------------------------------------------------ */
 
@@ -129,139 +123,6 @@ static void chunk_free_list(chunk *c) {
     chunk_free(c);
     c = n;
   }
-}
-
-/* A bump allocator over mapped blocks, never freed: an entry, once
- * published, stays readable by any thread for the life of the process. */
-typedef struct ablock {
-  size_t cap;
-  _Atomic size_t used;
-  _Alignas(8) uint8_t data[];
-} ablock;
-
-typedef struct arena {
-  ablock *_Atomic cur;
-  _Atomic size_t mapped;
-  size_t limit;
-} arena;
-
-static void *arena_alloc(arena *a, size_t n) {
-  n = (n + 7) & ~(size_t)7;
-  for (;;) {
-    ablock *b = atomic_load_explicit(&a->cur, memory_order_acquire);
-    if (b) {
-      size_t off = atomic_fetch_add_explicit(&b->used, n, memory_order_relaxed);
-      if (off + n <= b->cap)
-        return b->data + off;
-    }
-    size_t size =
-        n + offsetof(ablock, data) > ARENA_BLOCK ? n + offsetof(ablock, data) : ARENA_BLOCK;
-    if (atomic_load_explicit(&a->mapped, memory_order_relaxed) + size > a->limit)
-      return NULL;
-    ablock *nb = map_zeroed(size);
-    if (nb == NULL)
-      return NULL;
-    nb->cap = size - offsetof(ablock, data);
-    atomic_init(&nb->used, n);
-    if (atomic_compare_exchange_strong_explicit(&a->cur, &b, nb, memory_order_acq_rel,
-                                                memory_order_acquire)) {
-      atomic_fetch_add_explicit(&a->mapped, size, memory_order_relaxed);
-      return nb->data;
-    }
-    munmap(nb, size); /* another thread installed a block first: use it */
-  }
-}
-
-/* ---- intern tables ---------------------------------------------------------------- */
-
-/* An interned key: a string's bytes (NUL-terminated) or a stack's pcs as
- * uint64_t words. */
-typedef struct ientry {
-  uint64_t hash;
-  uint32_t id;
-  uint32_t len; /* bytes */
-  _Alignas(8) uint8_t bytes[];
-} ientry;
-
-typedef struct itable {
-  ientry *_Atomic *slots;
-  ientry *_Atomic *by_id; /* [1, max_ids] */
-  size_t cap;             /* slots, a power of two */
-  uint32_t max_ids;
-  _Atomic uint32_t next_id;
-  arena ar;
-} itable;
-
-static itable g_strings, g_stacks;
-static pthread_once_t g_tables_once = PTHREAD_ONCE_INIT;
-static _Atomic int g_tables_ok;
-
-static int itable_init(itable *t, size_t cap, size_t arena_limit) {
-  t->cap = cap;
-  t->max_ids = (uint32_t)(cap / 4 * 3);
-  t->slots = calloc(cap, sizeof *t->slots);
-  t->by_id = calloc((size_t)t->max_ids + 1, sizeof *t->by_id);
-  t->ar.limit = arena_limit;
-  return t->slots && t->by_id ? 0 : -ENOMEM;
-}
-
-static void tables_init(void) {
-  /* pprt's memory, not the program's: the first pprt_thread_name may come
-   * before any trace, on a thread the heap sampler watches. */
-  int paused = pprt__heap_pause();
-  if (itable_init(&g_strings, STR_SLOTS, STR_ARENA_LIMIT) == 0 &&
-      itable_init(&g_stacks, STACK_SLOTS, STACK_ARENA_LIMIT) == 0)
-    atomic_store_explicit(&g_tables_ok, 1, memory_order_release);
-  pprt__heap_resume(paused);
-}
-
-static int tables_ready(void) {
-  pthread_once(&g_tables_once, tables_init);
-  return atomic_load_explicit(&g_tables_ok, memory_order_acquire) ? 0 : -ENOMEM;
-}
-
-/* The entry for key, inserted when new. NULL when the table or its arena
- * is full: the caller writes the key inline instead. Lock-free and AS-safe:
- * an insert that loses a race for a slot uses the winner's entry (its own
- * stays unused in the arena, and its id is never referenced). */
-static const ientry *itable_intern(itable *t, const void *key, uint32_t len, uint64_t hash) {
-  size_t mask = t->cap - 1;
-  ientry *mine = NULL;
-  for (size_t i = (size_t)hash & mask, n = 0; n < t->cap; i = (i + 1) & mask, n++) {
-    ientry *e = atomic_load_explicit(&t->slots[i], memory_order_acquire);
-    for (;;) {
-      if (e != NULL) {
-        if (e->hash == hash && e->len == len && memcmp(e->bytes, key, len) == 0)
-          return e;
-        break; /* someone else's key: probe on */
-      }
-      if (mine == NULL) {
-        uint32_t id = atomic_fetch_add_explicit(&t->next_id, 1, memory_order_relaxed) + 1;
-        if (id > t->max_ids)
-          return NULL;
-        mine = arena_alloc(&t->ar, sizeof *mine + len + 1);
-        if (mine == NULL)
-          return NULL;
-        mine->hash = hash;
-        mine->id = id;
-        mine->len = len;
-        memcpy(mine->bytes, key, len);
-        mine->bytes[len] = 0;
-        atomic_store_explicit(&t->by_id[id], mine, memory_order_release);
-      }
-      if (atomic_compare_exchange_strong_explicit(&t->slots[i], &e, mine, memory_order_acq_rel,
-                                                  memory_order_acquire))
-        return mine;
-      /* e now holds the winner: compare with it */
-    }
-  }
-  return NULL;
-}
-
-static const ientry *entry_by_id(itable *t, uint32_t id) {
-  if (id == 0 || id > t->max_ids)
-    return NULL;
-  return atomic_load_explicit(&t->by_id[id], memory_order_acquire);
 }
 
 /* ---- threads ----------------------------------------------------------------------- */
@@ -551,7 +412,7 @@ static strarg str_prepare(const char *s) {
     s = "";
   size_t len = strnlen(s, PPRT__TRACE_MAX_STRING + 1);
   len = pprt__utf8_truncate(s, len, PPRT__TRACE_MAX_STRING);
-  const ientry *e = itable_intern(&g_strings, s, (uint32_t)len, pprt__hash_bytes(s, len));
+  const ientry *e = pprt__itable_intern(&pprt__trace_strings, s, (uint32_t)len, pprt__hash_bytes(s, len));
   a.id = e ? e->id : 0;
   a.s = s;
   a.len = len;
@@ -567,7 +428,7 @@ static inline strarg str_cached(tstate *t, const char *s) {
     if (c->ptr == s && strcmp((const char *)c->e->bytes, s) == 0)
       return (strarg){c->e->id, s, c->e->len};
     strarg a = str_prepare(s);
-    const ientry *e = a.id ? entry_by_id(&g_strings, a.id) : NULL;
+    const ientry *e = a.id ? pprt__itable_entry(&pprt__trace_strings, a.id) : NULL;
     if (e) {
       c->ptr = s;
       c->e = e;
@@ -602,7 +463,7 @@ static stackarg stack_prepare(const uint64_t *pcs, size_t n) {
   if (n > PPRT__TRACE_MAX_FRAMES)
     n = PPRT__TRACE_MAX_FRAMES;
   size_t len = n * sizeof pcs[0];
-  const ientry *e = itable_intern(&g_stacks, pcs, (uint32_t)len, pprt__hash_bytes(pcs, len));
+  const ientry *e = pprt__itable_intern(&pprt__trace_stacks, pcs, (uint32_t)len, pprt__hash_bytes(pcs, len));
   return (stackarg){e ? e->id : 0, pcs, n};
 }
 
@@ -823,7 +684,7 @@ void pprt_task_end(uint64_t id) {
 }
 
 int pprt_thread_name(const char *name) {
-  if (tables_ready() != 0)
+  if (pprt__trace_tables_ready() != 0)
     return -ENOMEM;
   pthread_once(&g_exit_key_once, make_exit_key);
   tstate *t = tls_state;
@@ -1019,14 +880,14 @@ static pprt__trace_stats g_last_stats; /* under g_control */
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
 static void mark_string(session *s, uint32_t id) {
-  if (id == 0 || id > g_strings.max_ids || s->str_gen[id] == s->gen)
+  if (id == 0 || id > pprt__trace_strings.max_ids || s->str_gen[id] == s->gen)
     return;
   s->str_gen[id] = s->gen;
   s->str_list[s->nstr++] = id;
 }
 
 static void mark_stack(session *s, uint32_t id) {
-  if (id == 0 || id > g_stacks.max_ids || s->stack_gen[id] == s->gen)
+  if (id == 0 || id > pprt__trace_stacks.max_ids || s->stack_gen[id] == s->gen)
     return;
   s->stack_gen[id] = s->gen;
   s->stack_list[s->nstack++] = id;
@@ -1357,7 +1218,7 @@ static void write_stacks(session *s) {
   uint8_t tmp[PPRT__VARINT_MAX * (2 + 2 * PPRT__TRACE_MAX_FRAMES)];
   /* Names are marked as they are found, so the strings go after. */
   for (size_t i = 0; i < s->nstack; i++) {
-    const ientry *e = entry_by_id(&g_stacks, s->stack_list[i]);
+    const ientry *e = pprt__itable_entry(&pprt__trace_stacks, s->stack_list[i]);
     if (e == NULL)
       continue;
     size_t n = e->len / sizeof(uint64_t);
@@ -1382,7 +1243,7 @@ static void write_stacks(session *s) {
 static void write_strings(session *s) {
   size_t at = SIZE_MAX;
   for (size_t i = 0; i < s->nstr; i++) {
-    const ientry *e = entry_by_id(&g_strings, s->str_list[i]);
+    const ientry *e = pprt__itable_entry(&pprt__trace_strings, s->str_list[i]);
     if (e == NULL)
       continue;
     uint8_t hdr[2 * PPRT__VARINT_MAX];
@@ -1737,8 +1598,10 @@ static void atfork_child(void) {
     self->tid = pprt__thread_id();
 }
 
+static const pprt__fork_hooks fork_hooks = {atfork_prepare, atfork_parent, atfork_child};
+
 static void install_atfork(void) {
-  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  pprt__fork_register(PPRT__FORK_TRACE, &fork_hooks);
 }
 
 typedef struct start_args {
@@ -1766,7 +1629,7 @@ static int start_writer(session *s) {
 }
 
 static int session_start(const start_args *a) {
-  int rc = tables_ready();
+  int rc = pprt__trace_tables_ready();
   if (rc != 0)
     return rc;
   pthread_once(&g_exit_key_once, make_exit_key);
@@ -1792,10 +1655,10 @@ static int session_start(const start_args *a) {
   s->gen_bytes = a->gen_bytes;
   s->max_bytes = a->max_bytes;
   s->max_age_ns = a->max_age_ns;
-  s->str_gen = calloc((size_t)g_strings.max_ids + 1, sizeof *s->str_gen);
-  s->stack_gen = calloc((size_t)g_stacks.max_ids + 1, sizeof *s->stack_gen);
-  s->str_list = malloc(((size_t)g_strings.max_ids + 1) * sizeof *s->str_list);
-  s->stack_list = malloc(((size_t)g_stacks.max_ids + 1) * sizeof *s->stack_list);
+  s->str_gen = calloc((size_t)pprt__trace_strings.max_ids + 1, sizeof *s->str_gen);
+  s->stack_gen = calloc((size_t)pprt__trace_stacks.max_ids + 1, sizeof *s->stack_gen);
+  s->str_list = malloc(((size_t)pprt__trace_strings.max_ids + 1) * sizeof *s->str_list);
+  s->stack_list = malloc(((size_t)pprt__trace_stacks.max_ids + 1) * sizeof *s->stack_list);
   s->lost_cap = 16;
   s->lost = malloc(s->lost_cap * sizeof *s->lost);
   if (!s->str_gen || !s->stack_gen || !s->str_list || !s->stack_list || !s->lost) {
