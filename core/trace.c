@@ -791,12 +791,24 @@ static uint8_t *buf_reserve(buf *b, size_t n) {
   return b->p + b->len;
 }
 
-/* A kept generation of the flight recorder. */
+/* A kept generation of the flight recorder. Its bytes are shared with the
+ * snapshots being written (outside the session's locks), and freed by
+ * the last one to let go. */
+typedef struct gendata {
+  atomic_size_t refs;
+  uint8_t bytes[];
+} gendata;
+
 typedef struct genblob {
-  uint8_t *data;
+  gendata *data;
   size_t len;
   uint64_t end_ns;
 } genblob;
+
+static void gen_release(gendata *d) {
+  if (atomic_fetch_sub_explicit(&d->refs, 1, memory_order_acq_rel) == 1)
+    free(d);
+}
 
 /* What the writer knows of a thread id in this session. */
 typedef struct tinfo {
@@ -875,6 +887,7 @@ typedef struct session {
 
 static pthread_mutex_t g_control = PTHREAD_MUTEX_INITIALIZER;
 static session *g_sess; /* under g_control */
+static int g_starting;   /* under g_control: a start is between its steps */
 static unsigned g_next_session;
 static pprt__trace_stats g_last_stats; /* under g_control */
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
@@ -1396,17 +1409,18 @@ static void new_sync_point(session *s) {
  * oldest ones beyond the budgets, always keeping the newest. */
 static void keep_generation(session *s) {
   genblob g = {NULL, s->gb.len, pprt__os_monotonic_ns()};
-  if (s->gb.oom || (g.data = malloc(g.len ? g.len : 1)) == NULL) {
+  if (s->gb.oom || (g.data = malloc(sizeof *g.data + g.len)) == NULL) {
     s->gb.len = 0;
     s->gb.oom = 0;
     return; /* the generation is lost: snapshots hold the others */
   }
-  memcpy(g.data, s->gb.p, g.len);
+  atomic_init(&g.data->refs, 1);
+  memcpy(g.data->bytes, s->gb.p, g.len);
   s->gb.len = 0;
   pthread_mutex_lock(&s->gens_mu);
   if (PPRT__RESERVE(s->gens, s->gens_cap, s->ngens + 1) != 0) {
     pthread_mutex_unlock(&s->gens_mu);
-    free(g.data);
+    gen_release(g.data);
     return;
   }
   s->gens[s->ngens++] = g;
@@ -1415,7 +1429,7 @@ static void keep_generation(session *s) {
   while (s->ngens - drop > 1 &&
          (s->gens_bytes > s->max_bytes || g.end_ns - s->gens[drop].end_ns > s->max_age_ns)) {
     s->gens_bytes -= s->gens[drop].len;
-    free(s->gens[drop].data);
+    gen_release(s->gens[drop].data);
     drop++;
   }
   memmove(s->gens, s->gens + drop, (s->ngens - drop) * sizeof *s->gens);
@@ -1552,7 +1566,7 @@ static void session_free(session *s) {
   pprt__table_free(&s->pc_index);
   free(s->pcs);
   for (size_t i = 0; i < s->ngens; i++)
-    free(s->gens[i].data);
+    gen_release(s->gens[i].data);
   free(s->gens);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv);
@@ -1579,6 +1593,7 @@ static void atfork_child(void) {
   atomic_store(&g_writer_session, 0);
   atomic_store(&g_writer_waiting, 0);
   g_sess = NULL;
+  g_starting = 0;
   tstate *self = tls_state;
   for (tstate *t = atomic_load(&g_states); t; t = t->next_all) {
     atomic_store(&t->joined, 0);
@@ -1628,6 +1643,19 @@ static int start_writer(session *s) {
   return -rc;
 }
 
+/* Under g_control: frees s, gives the start reservation back. */
+static int start_failed(session *s, int rc) {
+  pthread_mutex_lock(&g_control);
+  g_starting = 0;
+  pthread_mutex_unlock(&g_control);
+  if (s)
+    session_free(s);
+  return rc;
+}
+
+/* The session is made and its header written outside g_control (the
+ * writer is the program's: never called under pprt's locks), with g_control
+ * held only to reserve the start and to publish the session. */
 static int session_start(const start_args *a) {
   int rc = pprt__trace_tables_ready();
   if (rc != 0)
@@ -1636,15 +1664,19 @@ static int session_start(const start_args *a) {
   pthread_once(&g_atfork_once, install_atfork);
 
   pthread_mutex_lock(&g_control);
-  if (g_sess != NULL) {
+  if (g_sess != NULL || g_starting) {
     pthread_mutex_unlock(&g_control);
     return -EBUSY;
   }
+  g_starting = 1;
+  if (++g_next_session == 0)
+    g_next_session = 1;
+  unsigned id = g_next_session;
+  pthread_mutex_unlock(&g_control);
+
   session *s = calloc(1, sizeof *s);
-  if (s == NULL) {
-    pthread_mutex_unlock(&g_control);
-    return -ENOMEM;
-  }
+  if (s == NULL)
+    return start_failed(NULL, -ENOMEM);
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   pthread_mutex_init(&s->gens_mu, NULL);
@@ -1661,14 +1693,9 @@ static int session_start(const start_args *a) {
   s->stack_list = malloc(((size_t)pprt__trace_stacks.max_ids + 1) * sizeof *s->stack_list);
   s->lost_cap = 16;
   s->lost = malloc(s->lost_cap * sizeof *s->lost);
-  if (!s->str_gen || !s->stack_gen || !s->str_list || !s->stack_list || !s->lost) {
-    session_free(s);
-    pthread_mutex_unlock(&g_control);
-    return -ENOMEM;
-  }
-  if (++g_next_session == 0)
-    g_next_session = 1;
-  s->id = g_next_session;
+  if (!s->str_gen || !s->stack_gen || !s->str_list || !s->stack_list || !s->lost)
+    return start_failed(s, -ENOMEM);
+  s->id = id;
   s->gen = 1;
   pprt__ticks_info clock = pprt__os_ticks_init();
   s->hz_exact = clock.hz;
@@ -1681,11 +1708,8 @@ static int session_start(const start_args *a) {
     uint8_t hdr[PPRT__TRACE_HEADER_LEN];
     file_header(hdr);
     rc = s->out.write(s->out.ctx, hdr, sizeof hdr);
-    if (rc != 0) {
-      session_free(s);
-      pthread_mutex_unlock(&g_control);
-      return rc;
-    }
+    if (rc != 0)
+      return start_failed(s, rc);
     s->stats.bytes = sizeof hdr;
   }
   atomic_store(&g_chunk_limit, a->buffer_limit);
@@ -1693,10 +1717,10 @@ static int session_start(const start_args *a) {
   rc = start_writer(s);
   if (rc != 0) {
     atomic_store(&g_writer_session, 0);
-    session_free(s);
-    pthread_mutex_unlock(&g_control);
-    return rc;
+    return start_failed(s, rc);
   }
+  pthread_mutex_lock(&g_control);
+  g_starting = 0;
   g_sess = s;
   atomic_store_explicit(&g_on, s->id, memory_order_seq_cst);
   pthread_mutex_unlock(&g_control);
@@ -1856,26 +1880,45 @@ void pprt__trace_exec_prepare(void) {
   pthread_mutex_unlock(&g_control);
 }
 
+/* The generations are taken (a reference each) under the locks and
+ * written after: the program's writer never runs under pprt's locks, where
+ * one that allocates would wait for the heap sampler's lock in the wrong
+ * order (core/atfork.h). */
 int pprt_flight_write(pprt_writer out) {
   if (out.write == NULL)
     return -EINVAL;
+  int paused = pprt__heap_pause(); /* the copy is pprt's memory */
   pthread_mutex_lock(&g_control);
   session *s = g_sess;
   if (s == NULL || !s->flight) {
     pthread_mutex_unlock(&g_control);
+    pprt__heap_resume(paused);
     return -EPIPE;
   }
   advance_locked(s);
-  uint8_t hdr[PPRT__TRACE_HEADER_LEN];
-  file_header(hdr);
   /* The writer thread may drop old generations meanwhile, but not while we
    * hold gens_mu: the snapshot is a consistent run of generations. */
   pthread_mutex_lock(&s->gens_mu);
-  int rc = out.write(out.ctx, hdr, sizeof hdr);
-  for (size_t i = 0; rc == 0 && i < s->ngens; i++)
-    rc = out.write(out.ctx, s->gens[i].data, s->gens[i].len);
+  size_t n = s->ngens;
+  genblob *snap = malloc((n ? n : 1) * sizeof *snap);
+  for (size_t i = 0; snap && i < n; i++) {
+    snap[i] = s->gens[i];
+    atomic_fetch_add_explicit(&snap[i].data->refs, 1, memory_order_relaxed);
+  }
   pthread_mutex_unlock(&s->gens_mu);
   pthread_mutex_unlock(&g_control);
+  pprt__heap_resume(paused);
+  if (snap == NULL)
+    return -ENOMEM;
+  uint8_t hdr[PPRT__TRACE_HEADER_LEN];
+  file_header(hdr);
+  int rc = out.write(out.ctx, hdr, sizeof hdr);
+  for (size_t i = 0; i < n; i++) {
+    if (rc == 0)
+      rc = out.write(out.ctx, snap[i].data->bytes, snap[i].len);
+    gen_release(snap[i].data);
+  }
+  free(snap);
   return rc;
 }
 

@@ -153,6 +153,70 @@ static void test_fork_while_snapshot_allocates(void **state) {
   pprt_heap_set_rate(0);
 }
 
+/* A slow snapshot writer holds no lock of pprt's: the recorder can be
+ * stopped meanwhile (the snapshot keeps its generations alive), and the
+ * snapshot still decodes. Before, stop waited for the writer, which here
+ * waits for stop: the writer's wait timed out. */
+static pthread_mutex_t g_slow_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_slow_cv = PTHREAD_COND_INITIALIZER;
+static int g_slow_in_writer, g_slow_stopped, g_slow_timed_out;
+
+static int slow_write(void *ctx, const void *data, size_t len) {
+  pthread_mutex_lock(&g_slow_mu);
+  if (!g_slow_in_writer) {
+    g_slow_in_writer = 1;
+    pthread_cond_broadcast(&g_slow_cv);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    while (!g_slow_stopped && !g_slow_timed_out)
+      if (pthread_cond_timedwait(&g_slow_cv, &g_slow_mu, &until) == ETIMEDOUT)
+        g_slow_timed_out = 1;
+  }
+  pthread_mutex_unlock(&g_slow_mu);
+  return mem_write(ctx, data, len);
+}
+
+static void *slow_snapshot(void *arg) {
+  return (void *)(intptr_t)pprt_flight_write((pprt_writer){slow_write, arg});
+}
+
+static void test_stop_while_snapshot_writes(void **state) {
+  (void)state;
+  pprt_flight_options fo = {.size = sizeof fo};
+  assert_int_equal(pprt_flight_start(&fo), 0);
+  for (int i = 0; i < 1000; i++)
+    pprt_log("test", "before the snapshot");
+  assert_int_equal(pprt__trace_advance(), 0);
+  for (int i = 0; i < 1000; i++)
+    pprt_log("test", "in the last generation");
+  membuf m = {0};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, slow_snapshot, &m), 0);
+  pthread_mutex_lock(&g_slow_mu);
+  while (!g_slow_in_writer)
+    pthread_cond_wait(&g_slow_cv, &g_slow_mu);
+  pthread_mutex_unlock(&g_slow_mu);
+  int rc = pprt_flight_stop();
+  pthread_mutex_lock(&g_slow_mu);
+  g_slow_stopped = 1;
+  int timed_out = g_slow_timed_out;
+  pthread_cond_broadcast(&g_slow_cv);
+  pthread_mutex_unlock(&g_slow_mu);
+  void *ret;
+  pthread_join(th, &ret);
+  assert_int_equal(rc, 0);
+  assert_int_equal((int)(intptr_t)ret, 0);
+  assert_false(timed_out);
+  pprt__trace *t = NULL;
+  char err[256];
+  if (pprt__trace_decode(m.data, m.len, 0, &t, err, sizeof err) != 0)
+    fail_msg("snapshot does not decode: %s", err);
+  assert_true(t->ngens >= 2);
+  pprt__trace_free(t);
+  mem_free(&m);
+}
+
 /* ---- frees inside pprt's callbacks ------------------------------------------------- */
 
 #define FREED_SIZE 12345
@@ -235,6 +299,7 @@ int main(int argc, char **argv) {
   pthread_detach(wd);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fork_while_snapshot_allocates),
+      cmocka_unit_test(test_stop_while_snapshot_writes),
       cmocka_unit_test(test_free_in_heap_writer_is_recorded),
       cmocka_unit_test(test_free_on_trace_writer_thread_is_recorded),
       cmocka_unit_test(test_note_at_sampled_address_replaces_it),
