@@ -1740,7 +1740,9 @@ static int session_stop_locked(session *s) {
            atomic_load_explicit(&t->busy, memory_order_relaxed) &&
            pprt__os_monotonic_ns() < deadline)
       sched_yield();
-  while (atomic_load_explicit(&g_slow, memory_order_acquire) != 0)
+  /* seq_cst: with the store to g_on above and slow_enter's pair, a
+   * store-buffering pattern (either we see its count or it sees g_on 0). */
+  while (atomic_load_explicit(&g_slow, memory_order_seq_cst) != 0)
     sched_yield();
 
   pthread_mutex_lock(&s->mu);
