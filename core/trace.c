@@ -127,7 +127,12 @@ static void chunk_free_list(chunk *c) {
 
 /* ---- threads ----------------------------------------------------------------------- */
 
-enum { ST_FREE = 0, ST_LIVE = 1, ST_EXITED = 2 };
+/* A state's owner of the moment. Whoever frees a state's chunks first wins
+ * it with one CAS into ST_BUSY (from ST_EXITED: the writer, stop or the
+ * exiting thread itself; from ST_LIVE: stop), so no chunk is freed twice
+ * (stop and an exit handler both freeing a spare list was a double munmap
+ * and reads of unmapped memory). */
+enum { ST_FREE = 0, ST_LIVE = 1, ST_EXITED = 2, ST_BUSY = 3 };
 
 typedef struct ncache {
   const char *ptr;
@@ -739,6 +744,66 @@ void pprt__trace_set_batch_limit(size_t bytes) {
   atomic_store_explicit(&g_batch_limit, bytes, memory_order_relaxed);
 }
 
+size_t pprt__trace_chunk_bytes(void) {
+  return atomic_load(&g_chunk_bytes);
+}
+
+/* Frees the chunks of t's list that come before `upto` (NULL: all of it),
+ * from where its session's writer stopped reading (or its start, when that
+ * writer never read it). Their events were not written: the writer gave up
+ * (end_generation's bound) or is gone. The caller owns t (ST_BUSY). */
+static void free_chain(tstate *t, chunk *upto) {
+  unsigned j = atomic_load_explicit(&t->joined, memory_order_relaxed);
+  chunk *c = j != 0 && t->wr_session == j ? t->rd : t->first;
+  while (c != NULL && c != upto) {
+    chunk *n = atomic_load_explicit(&c->next, memory_order_acquire);
+    chunk_free(c);
+    c = n;
+  }
+}
+
+/* An exited thread: frees all its chunks and the state, unless another
+ * reclaimer won it first. Its events are out (the writer drained them) or
+ * nobody will write them (no writer for its session). */
+static void reclaim(tstate *t) {
+  int st = ST_EXITED;
+  if (!atomic_compare_exchange_strong_explicit(&t->status, &st, ST_BUSY, memory_order_acquire,
+                                               memory_order_relaxed))
+    return;
+  if (t->cur)
+    free_chain(t, NULL);
+  chunk_free_list(t->spare);
+  chunk_free_list(atomic_exchange_explicit(&t->returned, NULL, memory_order_acquire));
+  t->cur = t->first = t->rd = NULL;
+  t->spare = NULL;
+  t->pos = t->end = NULL;
+  t->wr_session = 0;
+  atomic_store_explicit(&t->joined, 0, memory_order_relaxed);
+  atomic_store_explicit(&t->status, ST_FREE, memory_order_release);
+}
+
+/* At stop, the writer gone, no slow path possible: a live thread keeps its
+ * current chunk (it may still be finishing an event in it) and loses the
+ * rest: what its list holds before it (left there when end_generation gave
+ * up, and counted against the budget ever after), its spares and the
+ * chunks given back. 0 when the thread is exiting meanwhile. */
+static int trim_live(tstate *t, unsigned session_id) {
+  int st = ST_LIVE;
+  if (!atomic_compare_exchange_strong_explicit(&t->status, &st, ST_BUSY, memory_order_seq_cst,
+                                               memory_order_relaxed))
+    return 0;
+  if (atomic_load_explicit(&t->joined, memory_order_relaxed) == session_id && t->cur) {
+    free_chain(t, t->cur);
+    t->first = t->rd = t->cur;
+  }
+  chunk_free_list(t->spare);
+  t->spare = NULL;
+  chunk_free_list(atomic_exchange_explicit(&t->returned, NULL, memory_order_acquire));
+  t->wr_session = 0;
+  atomic_store_explicit(&t->status, ST_LIVE, memory_order_release);
+  return 1;
+}
+
 /* The thread is exiting: record it, and hand its chunks to the writer (which
  * drains and frees them) or, with no writer, free them now. */
 static void on_thread_exit(void *arg) {
@@ -757,22 +822,25 @@ static void on_thread_exit(void *arg) {
     emit_simple(s, PPRT__EV_THREAD_END, 0, 0);
   }
   tls_state = NULL;
-  unsigned w = atomic_load_explicit(&g_writer_session, memory_order_acquire);
+  /* Exited first, then the writer looked at, both seq_cst, against stop's
+   * store of g_writer_session and load of the status (a store-buffering
+   * pair): either we see the writer gone and free our chunks, or stop sees
+   * us exited and frees them (a CAS decides which). A stop holding the
+   * state (ST_BUSY) lets go within a few munmaps. */
+  int st = ST_LIVE;
+  while (!atomic_compare_exchange_weak_explicit(&t->status, &st, ST_EXITED, memory_order_seq_cst,
+                                                memory_order_relaxed)) {
+    if (st != ST_LIVE && st != ST_BUSY)
+      return; /* not a state this thread holds */
+    st = ST_LIVE;
+    sched_yield();
+  }
+  unsigned w = atomic_load_explicit(&g_writer_session, memory_order_seq_cst);
   if (w != 0 && atomic_load_explicit(&t->joined, memory_order_relaxed) == w) {
-    atomic_store_explicit(&t->status, ST_EXITED, memory_order_release);
-    wake_writer();
+    wake_writer(); /* it drains and frees them */
     return;
   }
-  /* No writer reads these chunks: they are ours to free. */
-  if (t->cur)
-    chunk_free(t->cur);
-  chunk_free_list(t->spare);
-  chunk_free_list(atomic_exchange_explicit(&t->returned, NULL, memory_order_acquire));
-  t->cur = NULL;
-  t->spare = NULL;
-  t->pos = t->end = NULL;
-  atomic_store_explicit(&t->joined, 0, memory_order_relaxed);
-  atomic_store_explicit(&t->status, ST_FREE, memory_order_release);
+  reclaim(t);
 }
 
 /* ---- the writer -------------------------------------------------------------------------- */
@@ -1107,21 +1175,6 @@ static int drain(session *s, tstate *t, int all, int limited) {
   }
 }
 
-/* An exited thread whose chunks are all written: free them, free the state. */
-static void reclaim(tstate *t) {
-  chunk *c = t->cur;
-  if (c)
-    chunk_free(c);
-  chunk_free_list(t->spare);
-  chunk_free_list(atomic_exchange_explicit(&t->returned, NULL, memory_order_acquire));
-  t->cur = NULL;
-  t->spare = NULL;
-  t->pos = t->end = NULL;
-  t->wr_session = 0;
-  atomic_store_explicit(&t->joined, 0, memory_order_relaxed);
-  atomic_store_explicit(&t->status, ST_FREE, memory_order_release);
-}
-
 static void lost_add(session *s, uint64_t tid, uint64_t count) {
   if (PPRT__RESERVE(s->lost, s->lost_cap, s->nlost + 1) != 0) {
     /* Folded into the previous entry (there is one: the array starts with
@@ -1146,7 +1199,8 @@ static int drain_all(session *s, int all, int limited) {
   for (;;) {
     int st = atomic_load_explicit(&t->status, memory_order_acquire);
     int done = 1;
-    if (st != ST_FREE && atomic_load_explicit(&t->joined, memory_order_acquire) == s->id) {
+    if ((st == ST_LIVE || st == ST_EXITED) &&
+        atomic_load_explicit(&t->joined, memory_order_acquire) == s->id) {
       /* An exited thread wrote its last event before its status. */
       done = drain(s, t, all || st == ST_EXITED, limited);
       uint64_t d = atomic_load_explicit(&t->dropped, memory_order_relaxed);
@@ -1476,7 +1530,8 @@ static void end_generation(session *s, int full) {
 /* 1 when a thread has sealed a chunk the writer has not taken. */
 static int sealed_waiting(session *s) {
   for (tstate *t = atomic_load_explicit(&g_states, memory_order_acquire); t; t = t->next_all) {
-    if (atomic_load_explicit(&t->status, memory_order_acquire) == ST_FREE ||
+    int st = atomic_load_explicit(&t->status, memory_order_acquire);
+    if ((st != ST_LIVE && st != ST_EXITED) ||
         atomic_load_explicit(&t->joined, memory_order_acquire) != s->id)
       continue;
     chunk *c = t->wr_session == s->id ? t->rd : t->first;
@@ -1750,20 +1805,14 @@ static int session_stop_locked(session *s) {
   pthread_mutex_unlock(&s->mu);
   poke_writer();
   pthread_join(s->thread, NULL);
-  atomic_store(&g_writer_session, 0);
+  atomic_store_explicit(&g_writer_session, 0, memory_order_seq_cst);
 
   /* No slow path can run for this session now: spare and consumed chunks
-   * are nobody's. Exited threads' states are free again. */
-  for (tstate *t = atomic_load_explicit(&g_states, memory_order_acquire); t; t = t->next_all) {
-    int st = atomic_load_explicit(&t->status, memory_order_acquire);
-    if (st == ST_EXITED) {
+   * are nobody's. Exited threads' states are free again. A thread exiting
+   * meanwhile is trimmed or reclaimed by us or by itself, never both. */
+  for (tstate *t = atomic_load_explicit(&g_states, memory_order_acquire); t; t = t->next_all)
+    if (!trim_live(t, s->id))
       reclaim(t);
-    } else if (st == ST_LIVE) {
-      chunk_free_list(t->spare);
-      t->spare = NULL;
-      chunk_free_list(atomic_exchange_explicit(&t->returned, NULL, memory_order_acquire));
-    }
-  }
   g_last_stats = s->stats;
   g_sess = NULL;
   int rc = s->err;

@@ -15,6 +15,7 @@
  * test instead of stalling ci/test. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -290,6 +291,60 @@ static void test_note_at_sampled_address_replaces_it(void **state) {
   pprt_heap_set_rate(0);
 }
 
+/* ---- trace stop against thread exit ---------------------------------------------- */
+
+#define EXIT_THREADS 4
+#define EXIT_CYCLES 1000
+static atomic_int g_logged, g_go;
+
+static int discard_write(void *ctx, const void *data, size_t len) {
+  (void)ctx;
+  (void)data;
+  (void)len;
+  return 0;
+}
+
+/* Fills many small buffers (so its spare and given-back lists are long),
+ * then exits when told: as the trace stops. */
+static void *log_then_exit(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 400; i++)
+    pprt_log("test", "an event to fill buffers with");
+  atomic_fetch_add(&g_logged, 1);
+  while (!atomic_load(&g_go))
+    sched_yield();
+  return NULL;
+}
+
+/* Threads exit while the trace stops: each buffer is freed once (a double
+ * free read unmapped memory or counted the budget down twice), and none is
+ * left counted against the budget once the threads are gone. */
+static void test_trace_stop_against_thread_exit(void **state) {
+  (void)state;
+  pprt__trace_set_batch_limit(64);
+  size_t base = pprt__trace_chunk_bytes();
+  for (int cycle = 0; cycle < EXIT_CYCLES; cycle++) {
+    pprt_trace_options o = {.size = sizeof o};
+    assert_int_equal(pprt_trace_start(&o, (pprt_writer){discard_write, NULL}), 0);
+    atomic_store(&g_logged, 0);
+    atomic_store(&g_go, 0);
+    pthread_t th[EXIT_THREADS];
+    for (int i = 0; i < EXIT_THREADS; i++)
+      assert_int_equal(pthread_create(&th[i], NULL, log_then_exit, NULL), 0);
+    while (atomic_load(&g_logged) < EXIT_THREADS)
+      sched_yield();
+    atomic_store(&g_go, 1);
+    assert_int_equal(pprt_trace_stop(), 0);
+    for (int i = 0; i < EXIT_THREADS; i++)
+      pthread_join(th[i], NULL);
+    size_t now = pprt__trace_chunk_bytes();
+    if (now != base)
+      fail_msg("cycle %d: %zu bytes of buffers counted, %zu before", cycle, now, base);
+    progress();
+  }
+  pprt__trace_set_batch_limit(0);
+}
+
 /* An argument selects tests by name pattern (cmocka's filter). */
 int main(int argc, char **argv) {
   if (argc > 1)
@@ -303,6 +358,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_free_in_heap_writer_is_recorded),
       cmocka_unit_test(test_free_on_trace_writer_thread_is_recorded),
       cmocka_unit_test(test_note_at_sampled_address_replaces_it),
+      cmocka_unit_test(test_trace_stop_against_thread_exit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
