@@ -96,23 +96,49 @@ static int parse_int(const char *s, long lo, long hi, long *out) {
   return 0;
 }
 
+/* Creates a file whose name pprt made up (path.<pid>, path.tmp), which
+ * anyone who can write the directory can predict: new (O_EXCL), never
+ * through a symbolic link (O_NOFOLLOW), so a link or file planted there is
+ * not followed or truncated. A regular file of ours already there (an
+ * earlier process with the same pid, a checkpoint cut short) is replaced;
+ * anything else fails with EEXIST. */
+static int create_new(const char *path) {
+  int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = open(path, flags, 0644);
+  if (fd < 0 && errno == EEXIST) {
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+        unlink(path) == 0)
+      fd = open(path, flags, 0644);
+    else
+      errno = EEXIST;
+  }
+  return fd;
+}
+
 /* Opens an output named by variable `var` (value `path`): a process that
- * inherited the variables from a profiled parent gets its own file. Returns
- * the descriptor, or -1 after saying why on stderr, ending with "not
- * <doing>". */
+ * inherited the variables from a profiled parent gets its own file, made
+ * new (create_new). The path itself is opened as named: the user may mean
+ * a link or a device (/dev/stdout). Returns the descriptor, or -1 after
+ * saying why on stderr, ending with "not <doing>". */
 static int open_output(const char *var, const char *path, char *out, size_t outlen,
                        const char *doing) {
   char me[32];
   snprintf(me, sizeof me, "%ld", (long)getpid());
   const char *owner = getenv("PPRT_OWNER_PID");
-  int n = owner && strcmp(owner, me) != 0 ? snprintf(out, outlen, "%s.%s", path, me)
-                                           : snprintf(out, outlen, "%s", path);
+  int derived = owner && strcmp(owner, me) != 0;
+  int n = derived ? snprintf(out, outlen, "%s.%s", path, me) : snprintf(out, outlen, "%s", path);
   if (n < 0 || (size_t)n >= outlen) {
     fprintf(stderr, "pprt: %s path too long; not %s\n", var, doing);
     return -1;
   }
-  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
+  int fd = derived ? create_new(out) : open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 && derived && errno == EEXIST)
+    fprintf(stderr,
+            "pprt: cannot open %s=%s: it exists and is not a file of ours (pprt makes this name "
+            "new, never through a link); not %s\n",
+            var, out, doing);
+  else if (fd < 0)
     fprintf(stderr, "pprt: cannot open %s=%s: %s; not %s\n", var, out, strerror(errno), doing);
   return fd;
 }
@@ -158,7 +184,7 @@ static int rewrite_begin(void *ctx, pprt_writer *out) {
   if (!r->regular)
     return -1;
   snprintf(r->tmp, sizeof r->tmp, "%s.tmp", r->path);
-  r->fd = open(r->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  r->fd = create_new(r->tmp);
   if (r->fd < 0)
     return -1;
   *out = (pprt_writer){rewrite_write, r};
