@@ -210,6 +210,32 @@ int pprt__cpu_is_ignored(uint64_t tid) {
   return 0;
 }
 
+static void stop_timer_at(session *s, size_t i);
+
+/* Whether entry e's source died with an earlier thread of the same id:
+ * pprt did not see that thread end, and its id was reused before the next
+ * rescan. That source never fires again, and its slot makes the handler
+ * drop the process timer's ticks on the new thread, which then had no
+ * sample at all. Cheap first (the thread's CPU time, and whether the
+ * source fired while it ran), then, for a source silent over several
+ * periods of CPU (a thread that blocks SIGPROF is silent too), the
+ * thread's start time (a /proc read, ~17 us here). */
+static int source_outlived(session *s, timer_entry *e, uint64_t tid) {
+  uint64_t cpu, start;
+  if (pprt__os_thread_cpu_ns(tid, &cpu) != 0)
+    return 0;
+  slot *sl = slot_find(s, tid);
+  uint32_t fired = sl ? atomic_load_explicit(&sl->fired, memory_order_relaxed) : e->fired;
+  int silent = fired == e->fired && cpu - e->cpu_ns > 4 * s->period_ns;
+  int backwards = cpu < e->cpu_ns; /* CPU time only grows: another thread */
+  e->cpu_ns = cpu;
+  e->fired = fired;
+  if (backwards)
+    return 1;
+  return silent && e->start != 0 && pprt__os_thread_start_time(tid, &start) == 0 &&
+         start != e->start;
+}
+
 /* Gives thread tid its own source, unless it has one. The tid goes into
  * the slots before the source starts, so no tick of it is ever counted
  * twice (a process-timer tick in between is dropped instead). */
@@ -218,8 +244,11 @@ static int start_thread_timer(session *s, uint64_t tid) {
     return 0; /* not marked seen: a source it got before is stopped */
   timer_entry *e = find_timer(s, tid);
   if (e) {
-    e->seen = 1;
-    return 0;
+    if (!source_outlived(s, e, tid)) {
+      e->seen = 1;
+      return 0;
+    }
+    stop_timer_at(s, (size_t)(e - s->timers)); /* and a source of its own */
   }
   if (tid == atomic_load(&s->reader_tid))
     return 0; /* it blocks SIGPROF; its ticks would only pile up */
@@ -228,6 +257,10 @@ static int start_thread_timer(session *s, uint64_t tid) {
   e = &s->timers[s->ntimers];
   memset(e, 0, sizeof *e);
   e->clock.fd = -1;
+  if (pprt__os_thread_start_time(tid, &e->start) != 0)
+    e->start = 0;
+  if (pprt__os_thread_cpu_ns(tid, &e->cpu_ns) != 0)
+    e->cpu_ns = 0;
   int rc = 0;
   if (s->source == SOURCE_CLOCK && s->nclocks < s->clock_budget) {
     rc = pprt__os_sample_clock_open(&e->clock, tid);
@@ -425,6 +458,8 @@ static int on_clock(session *s, int fd, void *ucontext) {
   if (e == NULL || atomic_load_explicit(&e->fd, memory_order_relaxed) != fd)
     return pprt__thread_self()->clock_fd1 == fd + 1 ? -1 : 0;
   pprt__thread_self()->clock_fd1 = fd + 1;
+  atomic_store_explicit(&e->fired, atomic_load_explicit(&e->fired, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
   pprt__os_sample_clock c = {fd, 0};
   /* The weight is the thread's CPU time since its last sample, not the
    * period drawn: a period whose signal was lost (merged with a SIGPROF
@@ -484,6 +519,10 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
     if (src == PPRT__OS_SIGPROF_THREAD_TIMER) {
       unsigned over = pprt__os_sigprof_overrun(info);
       count += over < 0xffff ? over : 0xffff;
+      slot *e = slot_find(s, tid); /* its own: only this handler writes it */
+      if (e)
+        atomic_store_explicit(&e->fired, atomic_load_explicit(&e->fired, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
     }
     if (valid)
       record(s, ucontext, tid, count,

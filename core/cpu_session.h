@@ -35,6 +35,9 @@ typedef struct slot {
   uint64_t interval;    /* ns: the period running now */
   uint64_t last;        /* the clock's count at the previous sample */
   uint64_t rng;         /* xorshift64* state for the next interval */
+  /* Signals its source delivered: written by its handler alone, read by
+   * the rescan (a source that has stopped firing while its thread runs). */
+  _Atomic uint32_t fired;
 } slot;
 
 typedef struct timer_entry {
@@ -42,6 +45,9 @@ typedef struct timer_entry {
   pprt__os_thread_timer timer; /* SOURCE_TIMER */
   pprt__os_sample_clock clock; /* SOURCE_CLOCK */
   int seen;                    /* found by the current rescan */
+  uint64_t start;              /* when its thread started, 0 unknown */
+  uint64_t cpu_ns;             /* its thread's CPU time at the last rescan */
+  uint32_t fired;              /* its slot's count then */
 } timer_entry;
 
 /* A thread seen blocking SIGPROF, as the reader accounts for it. */
