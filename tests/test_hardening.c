@@ -7,7 +7,8 @@
  *   lost frees     a block the program frees inside a writer callback, on
  *                  its own thread or on pprt's trace writer thread, leaves
  *                  the heap profile; a note at an address already sampled
- *                  replaces the entry instead of duplicating it
+ *                  replaces the entry instead of duplicating it; a
+ *                  realloc in a writer callback keeps its bookkeeping
  *   trace exit     threads that exit while the trace stops: no chunk is
  *                  freed twice or leaked (the budget's count comes back)
  *
@@ -31,6 +32,7 @@
 
 #include <cmocka.h>
 
+#include "core/heap.h"
 #include "core/profile.h"
 #include "core/trace.h"
 #include "pprt.h"
@@ -273,6 +275,55 @@ static void test_free_on_trace_writer_thread_is_recorded(void **state) {
   pprt_heap_set_rate(0);
 }
 
+/* What the preload library's malloc and realloc do, around the program's
+ * own (so this runs under the sanitizers too). */
+__attribute__((noinline)) static void *hooked_malloc(size_t n) {
+  void *p = malloc(n);
+  if (p)
+    pprt__heap_on_alloc(p, n, __builtin_frame_address(0), PPRT__HEAP_MALLOC);
+  return p;
+}
+
+__attribute__((noinline)) static void *hooked_realloc(void *p, size_t n) {
+  pprt__heap_held h;
+  pprt__heap_realloc_begin(p, &h);
+  void *q = realloc(p, n);
+  pprt__heap_realloc_end(&h, q != NULL);
+  if (q)
+    pprt__heap_on_alloc(q, n, __builtin_frame_address(0), PPRT__HEAP_MALLOC);
+  return q;
+}
+
+static void *g_grown;
+
+/* A writer that grows a block the program sampled: realloc's bookkeeping
+ * (the old block is gone) must be kept, though sampling is paused. */
+static int realloc_write(void *ctx, const void *data, size_t len) {
+  if (atomic_exchange(&g_freed, 1) == 0)
+    g_grown = hooked_realloc(g_grown, 3 * 4321);
+  return mem_write(ctx, data, len);
+}
+
+static void test_realloc_in_heap_writer_is_recorded(void **state) {
+  (void)state;
+  assert_int_equal(pprt_heap_set_rate(1), 0);
+  int64_t before[4], v[4];
+  heap_values(4321, before);
+  g_grown = hooked_malloc(4321);
+  assert_non_null(g_grown);
+  heap_values(4321, v);
+  assert_int_equal(v[2], before[2] + 1);
+  atomic_store(&g_freed, 0);
+  membuf m = {0};
+  assert_int_equal(pprt_heap_write((pprt_writer){realloc_write, &m}), 0);
+  mem_free(&m);
+  assert_int_equal(atomic_load(&g_freed), 1);
+  heap_values(4321, v);
+  assert_int_equal(v[2], before[2]); /* was one more: the old block stayed */
+  free(g_grown);
+  pprt_heap_set_rate(0);
+}
+
 /* A custom allocator whose free was not noted gives the address out again:
  * one block there, not two. */
 static void test_note_at_sampled_address_replaces_it(void **state) {
@@ -363,6 +414,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_stop_while_snapshot_writes),
       cmocka_unit_test(test_free_in_heap_writer_is_recorded),
       cmocka_unit_test(test_free_on_trace_writer_thread_is_recorded),
+      cmocka_unit_test(test_realloc_in_heap_writer_is_recorded),
       cmocka_unit_test(test_note_at_sampled_address_replaces_it),
       cmocka_unit_test(test_trace_stop_against_thread_exit),
   };
