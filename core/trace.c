@@ -133,6 +133,11 @@ static void chunk_free_list(chunk *c) {
  * (stop and an exit handler both freeing a spare list was a double munmap
  * and reads of unmapped memory). */
 enum { ST_FREE = 0, ST_LIVE = 1, ST_EXITED = 2, ST_BUSY = 3 };
+/* The status word: the state in the low 2 bits, above them a count of the
+ * state's reuses, so that a CAS from a status seen earlier fails once the
+ * state has gone to another thread meanwhile (ABA). */
+#define ST_OF(v) ((v)&3u)
+#define ST_WITH(v, st) (((v) & ~3u) | (unsigned)(st))
 
 typedef struct ncache {
   const char *ptr;
@@ -153,8 +158,8 @@ typedef struct tstate {
   /* Shared. */
   _Alignas(64) chunk *_Atomic returned; /* consumed chunks, writer -> owner */
   _Atomic uint64_t dropped;             /* events not recorded this session */
-  _Atomic int status;
-  _Atomic unsigned joined; /* session whose chunks start at first */
+  _Atomic unsigned status;              /* ST_OF() of it: see ST_WITH */
+  _Atomic unsigned joined;              /* session whose chunks start at first */
   chunk *first;
   uint64_t tid;
   _Atomic uint32_t name_id;
@@ -200,10 +205,10 @@ static void make_exit_key(void) {
 static tstate *attach(void) {
   tstate *t;
   for (t = atomic_load_explicit(&g_states, memory_order_acquire); t; t = t->next_all) {
-    int expect = ST_FREE;
-    if (atomic_load_explicit(&t->status, memory_order_relaxed) == ST_FREE &&
-        atomic_compare_exchange_strong_explicit(&t->status, &expect, ST_LIVE, memory_order_acquire,
-                                                memory_order_relaxed))
+    unsigned v = atomic_load_explicit(&t->status, memory_order_relaxed);
+    if (ST_OF(v) == ST_FREE &&
+        atomic_compare_exchange_strong_explicit(&t->status, &v, ST_WITH(v + 4, ST_LIVE),
+                                                memory_order_acquire, memory_order_relaxed))
       break;
   }
   if (t == NULL) {
@@ -417,7 +422,8 @@ static strarg str_prepare(const char *s) {
     s = "";
   size_t len = strnlen(s, PPRT__TRACE_MAX_STRING + 1);
   len = pprt__utf8_truncate(s, len, PPRT__TRACE_MAX_STRING);
-  const ientry *e = pprt__itable_intern(&pprt__trace_strings, s, (uint32_t)len, pprt__hash_bytes(s, len));
+  const ientry *e =
+      pprt__itable_intern(&pprt__trace_strings, s, (uint32_t)len, pprt__hash_bytes(s, len));
   a.id = e ? e->id : 0;
   a.s = s;
   a.len = len;
@@ -468,7 +474,8 @@ static stackarg stack_prepare(const uint64_t *pcs, size_t n) {
   if (n > PPRT__TRACE_MAX_FRAMES)
     n = PPRT__TRACE_MAX_FRAMES;
   size_t len = n * sizeof pcs[0];
-  const ientry *e = pprt__itable_intern(&pprt__trace_stacks, pcs, (uint32_t)len, pprt__hash_bytes(pcs, len));
+  const ientry *e =
+      pprt__itable_intern(&pprt__trace_stacks, pcs, (uint32_t)len, pprt__hash_bytes(pcs, len));
   return (stackarg){e ? e->id : 0, pcs, n};
 }
 
@@ -762,13 +769,15 @@ static void free_chain(tstate *t, chunk *upto) {
   }
 }
 
-/* An exited thread: frees all its chunks and the state, unless another
- * reclaimer won it first. Its events are out (the writer drained them) or
- * nobody will write them (no writer for its session). */
-static void reclaim(tstate *t) {
-  int st = ST_EXITED;
-  if (!atomic_compare_exchange_strong_explicit(&t->status, &st, ST_BUSY, memory_order_acquire,
-                                               memory_order_relaxed))
+/* An exited thread, its status seen as `seen`: frees all its chunks and
+ * the state, unless another reclaimer won it first. Its events are out
+ * (the writer drained them) or nobody will write them (no writer for its
+ * session). */
+static void reclaim(tstate *t, unsigned seen) {
+  unsigned v = seen;
+  if (ST_OF(seen) != ST_EXITED ||
+      !atomic_compare_exchange_strong_explicit(&t->status, &v, ST_WITH(seen, ST_BUSY),
+                                               memory_order_acquire, memory_order_relaxed))
     return;
   if (t->cur)
     free_chain(t, NULL);
@@ -779,7 +788,7 @@ static void reclaim(tstate *t) {
   t->pos = t->end = NULL;
   t->wr_session = 0;
   atomic_store_explicit(&t->joined, 0, memory_order_relaxed);
-  atomic_store_explicit(&t->status, ST_FREE, memory_order_release);
+  atomic_store_explicit(&t->status, ST_WITH(seen, ST_FREE), memory_order_release);
 }
 
 /* At stop, the writer gone, no slow path possible: a live thread keeps its
@@ -787,10 +796,11 @@ static void reclaim(tstate *t) {
  * rest: what its list holds before it (left there when end_generation gave
  * up, and counted against the budget ever after), its spares and the
  * chunks given back. 0 when the thread is exiting meanwhile. */
-static int trim_live(tstate *t, unsigned session_id) {
-  int st = ST_LIVE;
-  if (!atomic_compare_exchange_strong_explicit(&t->status, &st, ST_BUSY, memory_order_seq_cst,
-                                               memory_order_relaxed))
+static int trim_live(tstate *t, unsigned seen, unsigned session_id) {
+  unsigned v = seen;
+  if (ST_OF(seen) != ST_LIVE ||
+      !atomic_compare_exchange_strong_explicit(&t->status, &v, ST_WITH(seen, ST_BUSY),
+                                               memory_order_seq_cst, memory_order_relaxed))
     return 0;
   if (atomic_load_explicit(&t->joined, memory_order_relaxed) == session_id && t->cur) {
     free_chain(t, t->cur);
@@ -800,7 +810,7 @@ static int trim_live(tstate *t, unsigned session_id) {
   t->spare = NULL;
   chunk_free_list(atomic_exchange_explicit(&t->returned, NULL, memory_order_acquire));
   t->wr_session = 0;
-  atomic_store_explicit(&t->status, ST_LIVE, memory_order_release);
+  atomic_store_explicit(&t->status, seen, memory_order_release);
   return 1;
 }
 
@@ -827,20 +837,24 @@ static void on_thread_exit(void *arg) {
    * pair): either we see the writer gone and free our chunks, or stop sees
    * us exited and frees them (a CAS decides which). A stop holding the
    * state (ST_BUSY) lets go within a few munmaps. */
-  int st = ST_LIVE;
-  while (!atomic_compare_exchange_weak_explicit(&t->status, &st, ST_EXITED, memory_order_seq_cst,
-                                                memory_order_relaxed)) {
-    if (st != ST_LIVE && st != ST_BUSY)
+  unsigned v = atomic_load_explicit(&t->status, memory_order_relaxed);
+  for (;;) {
+    if (ST_OF(v) == ST_BUSY) {
+      sched_yield();
+      v = atomic_load_explicit(&t->status, memory_order_relaxed);
+    } else if (ST_OF(v) != ST_LIVE) {
       return; /* not a state this thread holds */
-    st = ST_LIVE;
-    sched_yield();
+    } else if (atomic_compare_exchange_weak_explicit(&t->status, &v, ST_WITH(v, ST_EXITED),
+                                                     memory_order_seq_cst, memory_order_relaxed)) {
+      break;
+    }
   }
   unsigned w = atomic_load_explicit(&g_writer_session, memory_order_seq_cst);
   if (w != 0 && atomic_load_explicit(&t->joined, memory_order_relaxed) == w) {
     wake_writer(); /* it drains and frees them */
     return;
   }
-  reclaim(t);
+  reclaim(t, ST_WITH(v, ST_EXITED));
 }
 
 /* ---- the writer -------------------------------------------------------------------------- */
@@ -955,7 +969,7 @@ typedef struct session {
 
 static pthread_mutex_t g_control = PTHREAD_MUTEX_INITIALIZER;
 static session *g_sess; /* under g_control */
-static int g_starting;   /* under g_control: a start is between its steps */
+static int g_starting;  /* under g_control: a start is between its steps */
 static unsigned g_next_session;
 static pprt__trace_stats g_last_stats; /* under g_control */
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
@@ -1197,7 +1211,8 @@ static int drain_all(session *s, int all, int limited) {
   tstate *start = s->drain_next ? s->drain_next : head;
   tstate *t = start;
   for (;;) {
-    int st = atomic_load_explicit(&t->status, memory_order_acquire);
+    unsigned v = atomic_load_explicit(&t->status, memory_order_acquire);
+    unsigned st = ST_OF(v);
     int done = 1;
     if ((st == ST_LIVE || st == ST_EXITED) &&
         atomic_load_explicit(&t->joined, memory_order_acquire) == s->id) {
@@ -1215,7 +1230,7 @@ static int drain_all(session *s, int all, int limited) {
       return 0;
     }
     if (st == ST_EXITED)
-      reclaim(t); /* everything it wrote is out */
+      reclaim(t, v); /* everything it wrote is out */
     t = t->next_all ? t->next_all : head;
     if (t == start)
       break;
@@ -1530,7 +1545,7 @@ static void end_generation(session *s, int full) {
 /* 1 when a thread has sealed a chunk the writer has not taken. */
 static int sealed_waiting(session *s) {
   for (tstate *t = atomic_load_explicit(&g_states, memory_order_acquire); t; t = t->next_all) {
-    int st = atomic_load_explicit(&t->status, memory_order_acquire);
+    unsigned st = ST_OF(atomic_load_explicit(&t->status, memory_order_acquire));
     if ((st != ST_LIVE && st != ST_EXITED) ||
         atomic_load_explicit(&t->joined, memory_order_acquire) != s->id)
       continue;
@@ -1655,12 +1670,13 @@ static void atfork_child(void) {
     t->session = 0;
     t->wr_session = 0;
     atomic_store(&t->busy, 0);
-    if (t != self && atomic_load(&t->status) != ST_FREE) {
+    unsigned v = atomic_load(&t->status);
+    if (t != self && ST_OF(v) != ST_FREE) {
       /* Its chunks belong to a thread that does not exist here. */
       t->cur = NULL;
       t->spare = NULL;
       atomic_store(&t->returned, NULL);
-      atomic_store(&t->status, ST_FREE);
+      atomic_store(&t->status, ST_WITH(v, ST_FREE));
     }
   }
   pprt__thread_forget_id();
@@ -1811,8 +1827,14 @@ static int session_stop_locked(session *s) {
    * are nobody's. Exited threads' states are free again. A thread exiting
    * meanwhile is trimmed or reclaimed by us or by itself, never both. */
   for (tstate *t = atomic_load_explicit(&g_states, memory_order_acquire); t; t = t->next_all)
-    if (!trim_live(t, s->id))
-      reclaim(t);
+    for (;;) {
+      unsigned v = atomic_load_explicit(&t->status, memory_order_seq_cst);
+      if (ST_OF(v) == ST_EXITED)
+        reclaim(t, v);
+      else if (ST_OF(v) == ST_LIVE && !trim_live(t, v, s->id))
+        continue; /* it began to exit: look again */
+      break;
+    }
   g_last_stats = s->stats;
   g_sess = NULL;
   int rc = s->err;

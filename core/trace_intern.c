@@ -118,4 +118,3 @@ const ientry *pprt__itable_entry(itable *t, uint32_t id) {
     return NULL;
   return atomic_load_explicit(&t->by_id[id], memory_order_acquire);
 }
-

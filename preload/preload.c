@@ -107,8 +107,7 @@ static int create_new(const char *path) {
   int fd = open(path, flags, 0644);
   if (fd < 0 && errno == EEXIST) {
     struct stat st;
-    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-        unlink(path) == 0)
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && unlink(path) == 0)
       fd = open(path, flags, 0644);
     else
       errno = EEXIST;

@@ -59,9 +59,18 @@ static void test_sigterm_right_after_start(void **state) {
   assert_non_null(mkdtemp(dir));
   int orphans = 0, hit = 0;
   for (int round = 0; round < ROUNDS; round++) {
-    char *argv[] = {(char *)PPRT_TOOL, "record", "--quiet",  "--preload", (char *)PRELOAD_LIB,
-                    "-o",              dir,      "--cpu",    "--",        "sleep",
-                    "30",              NULL};
+    char *argv[] = {(char *)PPRT_TOOL,
+                    "record",
+                    "--quiet",
+                    "--preload",
+                    (char *)PRELOAD_LIB,
+                    "-o",
+                    dir,
+                    "--cpu",
+                    "--",
+                    "sleep",
+                    "30",
+                    NULL};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
