@@ -6,6 +6,8 @@
  * component's lock may take the lock of a component below it, never of one
  * above. The fork's prepare step takes them in this order, the parent and
  * child steps run in the reverse order. Why this order:
+ *   preload  the preload library writes the heap profile under its lock
+ *            (only reset in the child);
  *   http     starts and stops profiles and traces under its own lock;
  *   trace    its writer thread allocates and frees under the trace's locks;
  *   cpu      starts threads' timers under its lock (no allocation there);
@@ -15,6 +17,7 @@
  *   heap     a leaf: nothing is called under it that takes a pprt lock;
  *   sigmask  per-thread state only, reset in the child. */
 enum pprt__fork_rank {
+  PPRT__FORK_PRELOAD,
   PPRT__FORK_HTTP,
   PPRT__FORK_TRACE,
   PPRT__FORK_CPU,

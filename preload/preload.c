@@ -59,6 +59,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/atfork.h"
 #include "core/cpu.h"
 #include "core/heap.h"
 #include "core/sigmask.h"
@@ -432,7 +433,8 @@ __attribute__((constructor)) static void preload_start(void) {
   if ((!cpu || !*cpu) && (!heap || !*heap) && (!trace || !*trace) && (!http || !*http))
     return;
   checkpoint_ms = checkpoint_setting();
-  pthread_atfork(NULL, NULL, stop_forked);
+  static const pprt__fork_hooks fork_hooks = {NULL, NULL, stop_forked};
+  pprt__fork_register(PPRT__FORK_PRELOAD, &fork_hooks);
   /* A setuid program must not write where its caller's environment says. */
   if (getuid() != geteuid() || getgid() != getegid()) {
     fprintf(stderr, "pprt: not profiling a setuid or setgid program\n");
