@@ -813,7 +813,7 @@ __attribute__((noinline)) static void raise_at_depth(int depth, long n) {
  * for about `seconds`, medians of the batches. */
 hcost measure_handler(int mode, size_t depth, long batch, double seconds) {
   static double e[4096], f[4096];
-  hcost h = {0, 0, 0, 0};
+  hcost h = {0, 0, 0, 0, 0};
   g_depth = depth;
   int rd = (int)depth + EXTRA_FRAMES;
   g_mode = mode;
@@ -842,11 +842,13 @@ hcost measure_handler(int mode, size_t depth, long batch, double seconds) {
   h.frames = (double)frames / (double)signals;
   g_mode = mode;
   g_time_inside = 1;
+  h.inside_min_ns = INFINITY;
   for (k = 0; k < 21; k++) {
     g_inside_ns = 0;
     raise_at_depth(rd, batch);
     drain();
     e[k] = (double)g_inside_ns / (double)batch;
+    h.inside_min_ns = fmin(h.inside_min_ns, e[k]);
   }
   g_time_inside = 0;
   h.inside_ns = median(e, k);
@@ -884,7 +886,7 @@ static void *live_reader(void *arg) {
  * without, nobody reads (the ring has room for n records). */
 static hcost measure_paced(size_t depth, int n, uint64_t gap_ns, int live) {
   static double e[4096], f[4096];
-  hcost h = {NAN, NAN, NAN, 0};
+  hcost h = {NAN, NAN, NAN, 0, NAN};
   pthread_t reader;
   if (n > 4096 || (live && pthread_create(&reader, NULL, live_reader, NULL) != 0))
     return h;

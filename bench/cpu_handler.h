@@ -11,6 +11,7 @@ enum { H_EMPTY, H_FP, H_LIBUNWIND, H_CFI };
 
 typedef struct hcost {
   double empty_ns, full_ns, inside_ns, frames;
+  double inside_min_ns; /* the fastest batch by the handler's clock */
 } hcost;
 
 /* ns per signal with an empty handler and with mode's, medians of

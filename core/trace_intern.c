@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include "core/heap.h"
+#include "core/syscalls.h"
 
 #define STR_SLOTS ((size_t)1 << 16)
 #define STACK_SLOTS ((size_t)1 << 16)
@@ -20,7 +21,7 @@ static pthread_once_t g_tables_once = PTHREAD_ONCE_INIT;
 static _Atomic int g_tables_ok;
 
 static void *map_zeroed(size_t n) {
-  void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+  void *p = pprt__sys_mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
 

@@ -42,9 +42,22 @@ const int pprt__have_cfi = 1;
 
 /* ---- the table set ------------------------------------------------------------ */
 
+/* A table's memo: the rules of the pcs walks met lately, each slot one
+ * word, pc offset << 32 | rule, so that a handler reads or replaces a slot
+ * whole without a lock (and two handlers writing one slot leave one of
+ * their entries, never a mix). A pc seen again, as the pcs of a hot stack
+ * are sample after sample, costs one load instead of the bucket's search.
+ * Empty slots hold an offset no lookup asks for. */
+#define MEMO_EMPTY UINT64_MAX
+_Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && sizeof(long) == sizeof(uint64_t),
+               "a memo slot is read and written whole, without a lock, in signal handlers");
+#define MEMO_MAX_BITS 10 /* 8 KiB an image at most */
+
 typedef struct image {
   uintptr_t start, limit, bias;
   pprt__cfi_table *table; /* NULL: this image walks with frame pointers */
+  _Atomic uint64_t *memo; /* with the table: same life */
+  unsigned memo_shift;    /* 32 - log2(slots) */
   int status;             /* enum pprt__cfi_status */
   double build_ms;
   size_t eh_bytes;
@@ -64,6 +77,33 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static size_t table_bytes(const pprt__cfi_table *t) {
   return t ? sizeof *t + t->n * sizeof t->rows[0] + t->nbuckets * sizeof t->buckets[0] : 0;
+}
+
+static size_t memo_slots(const image *im) {
+  return im->memo ? (size_t)1 << (32 - im->memo_shift) : 0;
+}
+
+/* What an image's unwinding holds in memory: its table and memo. */
+static size_t image_bytes(const image *im) {
+  return table_bytes(im->table) + memo_slots(im) * sizeof im->memo[0];
+}
+
+/* A memo for im's table, a slot per row up to 2^MEMO_MAX_BITS. Without
+ * memory the image keeps no table. */
+static void memo_attach(image *im) {
+  unsigned bits = 4;
+  while (bits < MEMO_MAX_BITS && ((size_t)1 << bits) < im->table->n)
+    bits++;
+  im->memo = malloc(sizeof *im->memo << bits);
+  if (im->memo == NULL) {
+    free(im->table);
+    im->table = NULL;
+    im->status = PPRT__CFI_NOMEM;
+    return;
+  }
+  for (size_t i = 0; i < (size_t)1 << bits; i++)
+    atomic_init(&im->memo[i], MEMO_EMPTY);
+  im->memo_shift = 32 - bits;
 }
 
 static const image *set_find(const set *s, uintptr_t pc) {
@@ -113,10 +153,12 @@ static int collect_one(const pprt__os_unwind_source *src, void *arg) {
   if (was && was->start == src->start && was->limit == src->limit && was->bias == src->load_bias &&
       strcmp(was->path, im->path) == 0) {
     im->table = was->table;
+    im->memo = was->memo;
+    im->memo_shift = was->memo_shift;
     im->status = was->status;
     im->build_ms = was->build_ms;
     im->eh_bytes = was->eh_bytes;
-    c->bytes += table_bytes(im->table);
+    c->bytes += image_bytes(im);
     return 0;
   }
   pprt__cfi_input in = {
@@ -132,10 +174,12 @@ static int collect_one(const pprt__os_unwind_source *src, void *arg) {
   im->eh_bytes = src->eh_bytes;
   uint64_t t0 = pprt__os_monotonic_ns();
   im->status = src->frame_len ? (int)pprt__cfi_build(&in, &im->table) : PPRT__CFI_NONE;
+  if (im->table)
+    memo_attach(im);
   im->build_ms = (double)(pprt__os_monotonic_ns() - t0) / 1e6;
   if (im->table && !src->eh_bytes)
     im->eh_bytes = im->table->src_bytes;
-  c->bytes += table_bytes(im->table);
+  c->bytes += image_bytes(im);
   return 0;
 }
 
@@ -155,8 +199,10 @@ static void retire(set *old, const set *now) {
     int kept = 0;
     for (size_t j = 0; now && j < now->n && !kept; j++)
       kept = now->img[j].table == old->img[i].table;
-    if (!kept)
+    if (!kept) {
       free(old->img[i].table);
+      free(old->img[i].memo);
+    }
     free(old->img[i].path);
   }
   free(old);
@@ -213,8 +259,10 @@ int pprt__cfi_refresh(void) {
       int shared = 0;
       for (size_t j = 0; old && j < old->n && !shared; j++)
         shared = old->img[j].table == c.v[i].table;
-      if (!shared)
+      if (!shared) {
         free(c.v[i].table);
+        free(c.v[i].memo);
+      }
       free(c.v[i].path);
     }
     rc = rc ? rc : c.err ? c.err : -ENOMEM;
@@ -238,7 +286,7 @@ void pprt__cfi_stats(pprt__cfi_summary *out) {
     if (im->table) {
       out->tables++;
       out->rows += im->table->n;
-      out->bytes += table_bytes(im->table);
+      out->bytes += image_bytes(im);
       out->eh_bytes += im->eh_bytes;
       out->build_ms += im->build_ms;
     } else if (im->status > 0 && im->status < PPRT__CFI_NSTATUS) {
@@ -258,7 +306,7 @@ int pprt__cfi_image_info(const char *path_part, pprt__cfi_image_stat *out) {
       continue;
     out->status = im->status;
     out->rows = im->table ? im->table->n : 0;
-    out->bytes = table_bytes(im->table);
+    out->bytes = image_bytes(im);
     out->eh_bytes = im->eh_bytes;
     out->build_ms = im->build_ms;
     rc = 0;
@@ -323,20 +371,36 @@ static int read_sigframe(uintptr_t sp, pprt__stack_bounds b, uintptr_t *ok_page,
   return 1;
 }
 
-/* The image a walk is in, its table's fields copied out: the walk's stores
- * to pcs (uintptr_t, like these) would otherwise make the compiler reload
- * them from the set every frame. */
+/* A row's rule (everything but its pc) as one word: the walk compares and
+ * copies it whole. */
+typedef uint32_t rule;
+#define RULE(cfa, ra_off, fp_off)                                                                  \
+  ((rule)(uint16_t)(cfa) | (rule)(uint8_t)(ra_off) << 16 | (rule)(uint8_t)(fp_off) << 24)
+#define RULE_KIND(r) ((unsigned)(r)&7)
+#define RULE_OFF(r) ((intptr_t)(int16_t)(uint16_t)(r) >> 3)
+#define RULE_RA(r) ((intptr_t)(int8_t)(uint8_t)((r) >> 16))
+#define RULE_FP(r) ((intptr_t)(int8_t)(uint8_t)((r) >> 24))
+/* No row: the frame-pointer rule (what cfi.c's FP_RULE rows hold too). */
+#define RULE_NONE RULE(PPRT__CFI_FP_RULE, 0, 0)
+/* The frame-pointer frame of both targets: CFA = fp + 2 words, the return
+ * address one word below it, the caller's fp two. */
+#define RULE_FP_FRAME RULE(2 << 3 | PPRT__CFI_CFA_FP, -1, -2)
+
+/* The image a walk is in, the fields a memo hit needs copied out: the
+ * walk's stores to pcs (uintptr_t, like these) would otherwise make the
+ * compiler reload them from the set every frame. A miss reads the rest
+ * from the table. */
 typedef struct span {
   uintptr_t lo, hi; /* the image's range; both 0: in no image */
   uintptr_t base;   /* runtime address of the table's pc 0 */
   uintptr_t end;    /* the table covers [base, base + end); 0: no table */
-  const pprt__cfi_row *rows;
-  const uint32_t *buckets;
-  size_t last_bucket, last_row;
+  _Atomic uint64_t *memo;
+  unsigned memo_shift;
+  const pprt__cfi_table *t;
 } span;
 
-static void span_of(const image *im, span *c) {
-  memset(c, 0, sizeof *c); /* no image: an empty range, so every pc searches again */
+static inline __attribute__((always_inline)) void span_of(const image *im, span *c) {
+  *c = (span){0}; /* no image: an empty range, so every pc searches again */
   if (im == NULL)
     return;
   c->lo = im->start;
@@ -346,26 +410,50 @@ static void span_of(const image *im, span *c) {
     return;
   c->base = im->bias + (uintptr_t)t->base;
   c->end = (uintptr_t)t->end;
-  c->rows = t->rows;
-  c->buckets = t->buckets;
-  c->last_bucket = t->nbuckets - 1;
-  c->last_row = t->n - 1;
+  c->t = t;
+  c->memo = im->memo;
+  c->memo_shift = im->memo_shift;
 }
 
-/* pprt__cfi_lookup on a span: the row covering runtime address at, or
- * NULL. */
-static inline __attribute__((always_inline)) const pprt__cfi_row *span_row(const span *c,
-                                                                           uintptr_t at) {
+/* pprt__cfi_lookup on a span: the rule of the row covering runtime address
+ * at, or RULE_NONE; from the memo when at was met before. */
+static inline __attribute__((always_inline)) rule span_rule(const span *c, uintptr_t at) {
   uintptr_t off = at - c->base; /* below base wraps past end */
   if (off >= c->end)
-    return NULL;
-  size_t k = off >> PPRT__CFI_BUCKET_SHIFT;
-  size_t lo = c->buckets[k], hi = k < c->last_bucket ? c->buckets[k + 1] : c->last_row;
-  /* The last row in [lo, hi] at or below off: halving without branches (a
-   * bucket of dense code holds tens of rows, too many to scan). */
-  while (lo < hi && c->rows[lo + 1].pc <= off)
-    lo++;
-  return c->rows[lo].pc <= off ? &c->rows[lo] : NULL;
+    return RULE_NONE;
+  /* end < 2^32 (cfi.c compiles no larger image): off fits above the rule,
+   * and a slot holding off = 2^32 - 1 would read as MEMO_EMPTY, so that
+   * one is never stored. */
+  _Atomic uint64_t *slot = &c->memo[(uint32_t)((uint32_t)off * 0x9e3779b1u) >> c->memo_shift];
+  uint64_t e = atomic_load_explicit(slot, memory_order_relaxed);
+  if (e >> 32 == off)
+    return (rule)e;
+  const pprt__cfi_row *r = pprt__cfi_lookup(c->t, off + c->t->base);
+  if (r == NULL)
+    return RULE_NONE;
+  rule found = RULE(r->cfa, r->ra_off, r->fp_off);
+  if (off != UINT32_MAX)
+    atomic_store_explicit(slot, (uint64_t)off << 32 | found, memory_order_relaxed);
+  return found;
+}
+
+/* Where a walk is: the frame's registers and what is known of them. */
+typedef struct cursor {
+  uintptr_t pc, sp, fp, lr;
+  int exact; /* pc is the instruction itself, not a return address */
+  int lr_ok; /* lr still holds this frame's return address */
+  int sp_ok; /* sp is this frame's (an aarch64 fp step loses it) */
+} cursor;
+
+/* Up to the caller, whose pc is the return address ra and whose sp is the
+ * CFA: how every rule's step ends (a signal frame's aside). */
+static inline __attribute__((always_inline)) void cursor_up(cursor *f, uintptr_t ra, uintptr_t cfa,
+                                                            uintptr_t fp, int sp_ok) {
+  f->pc = ra;
+  f->sp = cfa;
+  f->fp = fp;
+  f->exact = f->lr_ok = 0;
+  f->sp_ok = sp_ok;
 }
 
 /* The walk; sps, when not NULL, receives each frame's sp. Inlined into its
@@ -376,19 +464,18 @@ walk(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *pcs, uintptr_t 
    * retire sees this walk's count, or this walk sees the new set. */
   atomic_fetch_add_explicit(&g_walkers, 1, memory_order_seq_cst);
   const set *s = atomic_load_explicit(&g_set, memory_order_seq_cst);
-  uintptr_t pc = regs->pc, sp = regs->sp, fp = regs->fp, lr = regs->lr, ok_page = 0;
-  int exact = 1; /* pc is the instruction itself, not a return address */
-  int lr_ok = 1; /* lr still holds this frame's return address */
-  int sp_ok = 1; /* sp is this frame's (an aarch64 fp step loses it) */
+  cursor f = {regs->pc, regs->sp, regs->fp, regs->lr, 1, 1, 1};
+  uintptr_t ok_page = 0;
   span im;
   span_of(NULL, &im);
-  int probes = 4; /* trampoline checks left: each costs system calls */
+  int probes = 4;                            /* trampoline checks left: each costs system calls */
+  const uintptr_t room = b.hi - b.lo - WORD; /* a word at addr is on the stack: addr - lo <= room */
   size_t n = 0;
   while (n < max) {
     if (sps)
-      sps[n] = sp;
-    pcs[n++] = pc;
-    uintptr_t at = pc - !exact;        /* a return address may be past its call's function */
+      sps[n] = f.sp;
+    pcs[n++] = f.pc;
+    uintptr_t at = f.pc - !f.exact;    /* a return address may be past its call's function */
     if (at - im.lo >= im.hi - im.lo) { /* outside [lo, hi), or in no image */
       const image *found = s ? set_find(s, at) : NULL;
       span_of(found, &im);
@@ -396,42 +483,36 @@ walk(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *pcs, uintptr_t 
           !atomic_load_explicit(&g_stale, memory_order_relaxed))
         atomic_store_explicit(&g_stale, 1, memory_order_relaxed);
     }
-    const pprt__cfi_row *row = im.end ? span_row(&im, at) : NULL;
-    /* The common row, CFA = sp or fp + k with the return address saved, on
-     * a stack of known bounds: the general path below, its checks merged
-     * (each slot one compare against [lo, hi - word]). */
-    if (row && b.hi) {
-      /* The frame-pointer frame of both targets: CFA = fp + 2 words, the
-       * return address and the caller's fp just below it. Its slots'
-       * addresses come from fp alone, not from the row, so the loads need
-       * not wait for the lookup (the branch is predicted): the walk goes
-       * at about the pace of a frame-pointer walk. */
-      if (row->cfa == (int16_t)(2 << 3 | PPRT__CFI_CFA_FP) && row->ra_off == -1 &&
-          row->fp_off == -2 && fp != 0) {
-        uintptr_t cfa = fp + 2 * WORD, ra, nfp;
-        if (cfa - sp - 1 >= PPRT__UNWIND_MAX_FRAME || fp - b.lo > b.hi - b.lo - 2 * WORD)
+    rule r = span_rule(&im, at);
+    uintptr_t cfa, ra, nfp = f.fp;
+    /* The common rows on a stack of known bounds: the general path below,
+     * its checks merged (each slot one compare against [lo, hi - word]). */
+    if (b.hi) {
+      /* The frame-pointer frame: its slots' addresses come from fp alone,
+       * not from the row, so the loads need not wait for the lookup (the
+       * branch is predicted): the walk goes at about the pace of a
+       * frame-pointer walk. */
+      if (r == RULE_FP_FRAME && f.fp != 0) {
+        cfa = f.fp + 2 * WORD;
+        if (cfa - f.sp - 1 >= PPRT__UNWIND_MAX_FRAME || f.fp - b.lo > room - WORD)
           break; /* both slots inside [lo, hi); cfa <= sp wraps past the bound */
-        memcpy(&nfp, (const void *)fp, WORD);
-        memcpy(&ra, (const void *)(fp + WORD), WORD);
+        memcpy(&nfp, (const void *)f.fp, WORD);
+        memcpy(&ra, (const void *)(f.fp + WORD), WORD);
         if (ra < PAGE)
           break;
-        lr_ok = exact = 0;
-        sp_ok = 1;
-        pc = ra;
-        sp = cfa;
-        fp = nfp;
+        cursor_up(&f, ra, cfa, nfp, 1);
         continue;
       }
-      unsigned k = PPRT__CFI_ROW_KIND(row);
-      intptr_t ra_off = row->ra_off, fp_off = row->fp_off;
-      if (((k == PPRT__CFI_CFA_SP && sp_ok) || (k == PPRT__CFI_CFA_FP && fp != 0)) && ra_off != 0 &&
-          fp_off != PPRT__CFI_FP_LOST) {
-        uintptr_t cfa = (k == PPRT__CFI_CFA_SP ? sp : fp) +
-                        (uintptr_t)((intptr_t)PPRT__CFI_ROW_OFF(row) * (intptr_t)WORD);
-        uintptr_t ra_at = cfa + (uintptr_t)(ra_off * (intptr_t)WORD), room = b.hi - b.lo - WORD;
-        if (cfa - sp - 1 >= PPRT__UNWIND_MAX_FRAME || cfa > b.hi || ra_at - b.lo > room)
+      /* CFA = sp or fp + k, the return address saved, the caller's fp
+       * unchanged or saved. */
+      unsigned k = RULE_KIND(r);
+      intptr_t ra_off = RULE_RA(r), fp_off = RULE_FP(r);
+      if (((k == PPRT__CFI_CFA_SP && f.sp_ok) || (k == PPRT__CFI_CFA_FP && f.fp != 0)) &&
+          ra_off != 0 && fp_off != PPRT__CFI_FP_LOST) {
+        cfa = (k == PPRT__CFI_CFA_SP ? f.sp : f.fp) + (uintptr_t)(RULE_OFF(r) * (intptr_t)WORD);
+        uintptr_t ra_at = cfa + (uintptr_t)(ra_off * (intptr_t)WORD);
+        if (cfa - f.sp - 1 >= PPRT__UNWIND_MAX_FRAME || cfa > b.hi || ra_at - b.lo > room)
           break; /* cfa <= sp wraps past the bound */
-        uintptr_t ra, nfp = fp;
         memcpy(&ra, (const void *)ra_at, WORD);
         if (fp_off != 0) {
           uintptr_t fp_at = cfa + (uintptr_t)(fp_off * (intptr_t)WORD);
@@ -441,88 +522,76 @@ walk(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *pcs, uintptr_t 
         }
         if (ra < PAGE)
           break;
-        lr_ok = exact = 0;
-        sp_ok = 1;
-        pc = ra;
-        sp = cfa;
-        fp = nfp;
+        cursor_up(&f, ra, cfa, nfp, 1);
         continue;
       }
     }
-    unsigned kind = row ? PPRT__CFI_ROW_KIND(row) : PPRT__CFI_FP_RULE;
+    unsigned kind = RULE_KIND(r);
     int pac = kind >= PPRT__CFI_CFA_SP_PAC;
     if (pac)
       kind -= PPRT__CFI_CFA_SP_PAC; /* to CFA_SP or CFA_FP */
-    if ((kind == PPRT__CFI_CFA_SP || kind == PPRT__CFI_PLT) && !sp_ok)
+    if ((kind == PPRT__CFI_CFA_SP || kind == PPRT__CFI_PLT) && !f.sp_ok)
       kind = PPRT__CFI_FP_RULE;
     /* A handler's return into a trampoline outside every image (qemu-user's,
      * a kernel's without a vDSO): recognised by its code. */
-    if (im.hi == 0 && !exact && probes > 0 && (probes--, pprt__os_is_sigreturn(pc)))
+    if (im.hi == 0 && !f.exact && probes > 0 && (probes--, pprt__os_is_sigreturn(f.pc)))
       kind = PPRT__CFI_SIGFRAME;
-    if (kind == PPRT__CFI_CFA_FP && fp == 0)
+    if (kind == PPRT__CFI_CFA_FP && f.fp == 0)
       break; /* its frame pointer was lost on the way up */
-    uintptr_t cfa, ra, nfp = fp;
+    int sp_ok = 1;
     if (kind == PPRT__CFI_OUTERMOST) {
       break;
     } else if (kind == PPRT__CFI_SIGFRAME) {
-      pprt__os_regs r;
-      if (!sp_ok || !read_sigframe(sp, b, &ok_page, &r) || r.sp <= sp || r.pc < PAGE)
+      pprt__os_regs sr;
+      if (!f.sp_ok || !read_sigframe(f.sp, b, &ok_page, &sr) || sr.sp <= f.sp || sr.pc < PAGE)
         break;
-      pc = r.pc;
-      sp = r.sp;
-      fp = r.fp;
-      lr = r.lr;
-      exact = lr_ok = sp_ok = 1;
+      f = (cursor){sr.pc, sr.sp, sr.fp, sr.lr, 1, 1, 1};
       continue;
     } else if (kind == PPRT__CFI_FP_RULE) {
       /* [fp] = the caller's fp, [fp + word] = the return address. */
       uintptr_t w0, w1;
-      if (fp < sp || fp - sp > PPRT__UNWIND_MAX_FRAME || !read_word(fp, b, &ok_page, &w0) ||
-          !read_word(fp + WORD, b, &ok_page, &w1))
+      if (f.fp < f.sp || f.fp - f.sp > PPRT__UNWIND_MAX_FRAME ||
+          !read_word(f.fp, b, &ok_page, &w0) || !read_word(f.fp + WORD, b, &ok_page, &w1))
         break;
-      cfa = fp + 2 * WORD;
+      cfa = f.fp + 2 * WORD;
       ra = w1;
       nfp = w0;
       /* x86_64's frame ends at the saved rbp and return address; an
        * aarch64 frame record sits anywhere in its frame. */
       sp_ok = pprt__unwind_fp_gives_sp;
     } else {
-      intptr_t off = PPRT__CFI_ROW_OFF(row);
+      intptr_t off = RULE_OFF(r);
       if (kind == PPRT__CFI_CFA_SP)
-        cfa = sp + (uintptr_t)(off * (intptr_t)WORD);
+        cfa = f.sp + (uintptr_t)(off * (intptr_t)WORD);
       else if (kind == PPRT__CFI_CFA_FP)
-        cfa = fp + (uintptr_t)(off * (intptr_t)WORD);
+        cfa = f.fp + (uintptr_t)(off * (intptr_t)WORD);
       else
-        cfa = sp + WORD + ((pc & 15) >= (uintptr_t)off ? WORD : 0);
-      if (row->ra_off == 0) {
+        cfa = f.sp + WORD + ((f.pc & 15) >= (uintptr_t)off ? WORD : 0);
+      if (RULE_RA(r) == 0) {
         /* Still in the link register: only where the interrupted
          * registers gave it, a leaf that has not saved it yet. */
-        if (!lr_ok || cfa < sp)
+        if (!f.lr_ok || cfa < f.sp)
           break;
-        ra = lr;
-      } else if (cfa <= sp || cfa - sp > PPRT__UNWIND_MAX_FRAME ||
-                 !read_word(cfa + (uintptr_t)((intptr_t)row->ra_off * (intptr_t)WORD), b, &ok_page,
-                            &ra)) {
+        ra = f.lr;
+      } else if (cfa <= f.sp || cfa - f.sp > PPRT__UNWIND_MAX_FRAME ||
+                 !read_word(cfa + (uintptr_t)(RULE_RA(r) * (intptr_t)WORD), b, &ok_page, &ra)) {
         break;
       }
-      if (row->fp_off == PPRT__CFI_FP_LOST)
+      if (RULE_FP(r) == PPRT__CFI_FP_LOST)
         nfp = 0;
-      else if (row->fp_off != 0 &&
-               !read_word(cfa + (uintptr_t)((intptr_t)row->fp_off * (intptr_t)WORD), b, &ok_page,
-                          &nfp))
+      else if (RULE_FP(r) != 0 &&
+               !read_word(cfa + (uintptr_t)(RULE_FP(r) * (intptr_t)WORD), b, &ok_page, &nfp))
         break;
       if (pac)
         ra = pprt__unwind_strip_pac(ra);
-      sp_ok = 1;
     }
-    /* Stacks grow down: the caller's frame is above, and on this stack. */
-    if (cfa < sp || (cfa == sp && !(row && row->ra_off == 0)) || (b.hi && cfa > b.hi) || ra < PAGE)
+    /* Stacks grow down: the caller's frame is above, and on this stack.
+     * Only a leaf whose return address is still in lr may have CFA = sp
+     * (and only rows, not the frame-pointer rule, say so). */
+    if (cfa < f.sp || (cfa == f.sp && !(kind != PPRT__CFI_FP_RULE && RULE_RA(r) == 0)) ||
+        (b.hi && cfa > b.hi) || ra < PAGE)
       break;
-    lr_ok = 0;
-    exact = 0;
-    pc = ra;
-    sp = cfa;
-    fp = nfp;
+    cursor_up(&f, ra, cfa, nfp, sp_ok);
   }
   atomic_fetch_sub_explicit(&g_walkers, 1, memory_order_release);
   return n;

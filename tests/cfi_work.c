@@ -11,7 +11,11 @@
 #include <stdlib.h>
 #include <time.h>
 
+#if defined(__clang__)
+#define NOINLINE __attribute__((noinline)) /* clang has no noclone */
+#else
 #define NOINLINE __attribute__((noinline, noclone))
+#endif
 
 volatile unsigned long cfi_sink;
 
@@ -57,15 +61,32 @@ static double cpu_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Runs both shapes for `seconds` of this thread's CPU time. */
+/* The CPU time the last cfi_work_run spent in each shape: the truth a
+ * profile's shares are held to. */
+static double g_outer_seconds, g_sort_seconds;
+
+/* Runs both shapes for `seconds` of this thread's CPU time, timing each. */
 __attribute__((visibility("default"))) void cfi_work_run(double seconds) {
-  double end = cpu_now() + seconds;
+  double t = cpu_now(), end = t + seconds;
   unsigned long n = 1;
-  while (cpu_now() < end) {
+  g_outer_seconds = g_sort_seconds = 0;
+  while (t < end) {
     for (int i = 0; i < 20; i++)
       cfi_sink += cfi_outer(n++);
+    double t1 = cpu_now();
     cfi_sort_caller(n);
+    double t2 = cpu_now();
+    g_outer_seconds += t1 - t;
+    g_sort_seconds += t2 - t1;
+    t = t2;
   }
+}
+
+/* seconds[0]: under cfi_outer, seconds[1]: under cfi_sort_caller, in the
+ * last cfi_work_run. */
+__attribute__((visibility("default"))) void cfi_work_truth(double seconds[2]) {
+  seconds[0] = g_outer_seconds;
+  seconds[1] = g_sort_seconds;
 }
 
 /* The program's own handler, interrupted by SIGPROF: its callers are on

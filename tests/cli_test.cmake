@@ -1,22 +1,25 @@
 # End-to-end tests of the pprt command on real outputs, one area per MODE:
 #
 #   record    exit statuses and signals pass through; fork + exec; _exit;
-#             a program not found or not runnable; the summary
+#             a program not found or not runnable; the summary; --unwinder
 #   views     top, collapse (its counts sum to the profile's total) and flame
 #             on a profile pprt record wrote
 #   heap      pprt record --heap on examples/demo: heap.pb.gz with Go's four
 #             sample types, its allocation sites named by top
+#   stacks    pprt record --cpu on examples/demo (frameless hot leaves): each
+#             thread's own function between start_thread (main) and its leaf
 #   go        profiles from Go's runtime/pprof (a tiny Go program built here)
 #             read by top, collapse and flame
 #   chromium  the flame graph rendered by headless Chromium shows the
-#             hottest function
+#             hottest function, and every frame of a stack at the depth bound
 #   badinput  every bad input and bad usage: the one-line message and the
 #             exit code
 #   trace     pprt record --trace on examples/demo, trace check and export;
 #             a missing, foreign, newer-version and truncated trace
 #
 # Inputs: -DMODE= -DPPRT= -DPRELOAD= -DBURN= -DVICTIM= -DWAIT= -DOUT=
-#         -DGO= -DGO_SRC= -DCHROMIUM= -DDEMO=
+#         -DGO= -DGO_SRC= -DCHROMIUM= -DDEMO= -DHOSTILE= -DUNWINDER= (the build's default)
+#         -DCFI= (1 when the build has the cfi unwinder)
 cmake_minimum_required(VERSION 3.16)
 
 file(REMOVE_RECURSE ${OUT})
@@ -64,8 +67,15 @@ if(MODE STREQUAL "record")
   # Exit status, a child exec'd by the program (its own file), the summary.
   run(a ${PPRT} record -o ${OUT}/a --hz 250 -- ${BURN} 1 3 ${BURN})
   expect(a 3 "exited with status 3" "exit status of a fork+exec program")
+  if(UNWINDER STREQUAL "cfi")
+    set(unwound "unwound by: cfi \\(DWARF tables")
+  elseif(UNWINDER STREQUAL "libunwind")
+    set(unwound "unwound by: libunwind")
+  else()
+    set(unwound "unwound by: frame pointers")
+  endif()
   foreach(want "CPU samples" "0 lost" "effective rate [0-9.]+ samples per CPU-second"
-          "burn_hot_inner" "from processes it started: cpu.pb.gz.[0-9]+")
+          "burn_hot_inner" "from processes it started: cpu.pb.gz.[0-9]+" "${unwound}")
     if(NOT a_err MATCHES "${want}")
       message(FATAL_ERROR "summary lacks '${want}':\n${a_err}")
     endif()
@@ -146,6 +156,14 @@ if(MODE STREQUAL "record")
     message(STATUS "terminal: live status line shown and cleared")
   else()
     message(STATUS "util-linux script(1) not found: live status line not checked")
+  endif()
+
+  # --unwinder: the walk asked for is the one the profile names.
+  run(u ${PPRT} record -o ${OUT}/u --cpu --unwinder fp -- ${BURN} 0.3 0)
+  expect(u 0 "unwound by: frame pointers\n" "record --unwinder fp")
+  if(CFI)
+    run(u ${PPRT} record -o ${OUT}/u --cpu --unwinder cfi -- ${BURN} 0.3 0)
+    expect(u 0 "unwound by: cfi \\(DWARF tables" "record --unwinder cfi")
   endif()
 
   # Only the outputs chosen; -q says nothing.
@@ -234,6 +252,45 @@ if(MODE STREQUAL "views")
   if(NOT EXISTS ${OUT}/r/cpu.html)
     message(FATAL_ERROR "pprt flame without -o: no cpu.html beside the profile")
   endif()
+  return()
+endif()
+
+# ---- stacks --------------------------------------------------------------------------
+# The demo's hot leaves set up no frame (GCC, even with -fno-omit-frame-pointer):
+# with frame pointers their samples lose the function that called them. With
+# the cfi unwinder (the default where the build has it; cli_record checks
+# that), >= 95% of each leaf's CPU time has the thread's own function
+# between start_thread (or main) and the leaf.
+if(MODE STREQUAL "stacks")
+  if(NOT CFI)
+    message(STATUS "SKIP: this build has no cfi unwinder")
+    return()
+  endif()
+  run(r ${PPRT} record -q -o ${OUT}/s --cpu --hz 1000 --unwinder cfi -- ${DEMO} 1.0)
+  expect(r 0 "^$" "pprt record --cpu on the demo")
+  run(c ${PPRT} collapse ${OUT}/s/cpu.pb.gz)
+  expect(c 0 "^$" "pprt collapse")
+  string(REPLACE ";" "|" folded "${c_out}") # one line a stack, no list separators
+  foreach(chain "start_thread|hasher|demo_hash_strings"
+          "start_thread|sorter|demo_sort_records|demo_sift_down"
+          "main|multiply_loop|demo_multiply_matrices")
+    string(REGEX REPLACE ".*\\|" "" leaf "${chain}")
+    string(REPLACE "|" "\\|" chain_re "${chain}")
+    string(REGEX MATCHALL "[^\n]*\\|${leaf} [0-9]+\n" all "${folded}")
+    string(REGEX MATCHALL "[^\n]*${chain_re} [0-9]+\n" whole "${folded}")
+    string(JOIN "" all ${all})
+    string(JOIN "" whole ${whole})
+    sum_folded(total "${all}")
+    sum_folded(good "${whole}")
+    if(total LESS 20000000) # 20 ms of CPU: 20 samples at 1000 Hz
+      message(FATAL_ERROR "${leaf}: ${total} ns of samples, too few to judge:\n${c_out}")
+    endif()
+    math(EXPR pct "${good} * 1000 / ${total}")
+    message(STATUS "${leaf}: ${pct} per mille of its CPU time under ${chain}")
+    if(pct LESS 950)
+      message(FATAL_ERROR "${leaf}: only ${pct} per mille of its samples have ${chain}:\n${c_out}")
+    endif()
+  endforeach()
   return()
 endif()
 
@@ -370,6 +427,17 @@ if(MODE STREQUAL "chromium")
     message(FATAL_ERROR "chromium --screenshot wrote nothing:\n${s_err}")
   endif()
   message(STATUS "headless Chromium drew burn_hot_inner, searched and zoomed; screenshot ${OUT}/flame.png")
+  # A stack as deep as the views allow (4096 frames, tools/cli.h): the
+  # page's script draws every frame of it.
+  run(g ${HOSTILE} ${OUT}/deep.pb.gz 4096 1)
+  run(f ${PPRT} flame ${OUT}/deep.pb.gz -o ${OUT}/deep.html)
+  expect(f 0 "wrote" "pprt flame on a stack 4096 frames deep")
+  run(d ${CHROMIUM} ${flags} --dump-dom file://${OUT}/deep.html)
+  if(NOT d_out MATCHES "data-frames=\"4097\"")
+    string(REGEX MATCH "data-frames=\"[0-9]*\"" drawn "${d_out}")
+    message(FATAL_ERROR "a stack 4096 frames deep: want 4097 frames drawn, have '${drawn}':\n${d_err}")
+  endif()
+  message(STATUS "headless Chromium drew all 4096 frames of a stack at the depth bound")
   return()
 endif()
 
@@ -446,6 +514,8 @@ if(MODE STREQUAL "badinput")
   expect(r 2 "^pprt record: missing PROGRAM" "record without a program")
   run(r ${PPRT} record --hz fast -- ${BURN} 0.1 0)
   expect(r 2 "^pprt record: --hz fast: not a rate in Hz \\(1-10000\\)\n$" "record --hz fast")
+  run(r ${PPRT} record --unwinder dwarf -- ${BURN} 0.1 0)
+  expect(r 2 "^pprt record: --unwinder dwarf: not cfi, fp or libunwind\n$" "record --unwinder dwarf")
   run(r ${PPRT} record --bogus -- ${BURN} 0.1 0)
   expect(r 2 "^pprt record: unknown option '--bogus'" "record --bogus")
   run(r ${PPRT} record --preload ${OUT}/no-such-lib.so -- ${BURN} 0.1 0)

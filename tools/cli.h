@@ -26,6 +26,9 @@ enum {
 /* One-line errors: "pprt CMD: message\n" on stderr; returns code. */
 int cli_error(int code, const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Nonzero: cli_error prints nothing (the fuzz targets, which call the views
+ * millions of times, set it). */
+extern int cli_errors_silent;
 
 /* Reads a whole file (at most max bytes). Returns 0, or CLI_EINPUT with
  * the reason in err. */
@@ -46,6 +49,25 @@ const char *cli_option_value(int argc, char **argv, int *i, const char *name, in
 
 /* ---- profiles, as the subcommands read them (tools/profile_view.c) ---------------- */
 
+/* What the views (top, flame, collapse) expand, at most: a small file can
+ * describe a stack of millions of frames (one location with that many
+ * inlined lines) and have every sample use it, so the views check before
+ * they expand anything, and a profile beyond either bound is refused
+ * (CLI_EINPUT) with a message naming the bound. docs/guide.md states both.
+ *   depth: frames in one sample's stack, inlined frames included (Go keeps
+ *          at most 128 pcs, pprt 256, Linux perf 127 by default); flame's
+ *          page draws a stack this deep (tests/cli_test.cmake, chromium);
+ *   total: frames over all the samples shown. The worst case at this bound,
+ *          no two stacks sharing a frame, took 0.05 s of CPU for top and
+ *          3.5 s (collapse) to 6.5 s (flame) and 860 MB for the call tree
+ *          (tests/hostile_profile.c OUT 4095 4096 distinct). */
+#define CLI_VIEW_MAX_DEPTH 4096
+#define CLI_VIEW_MAX_FRAMES ((uint64_t)1 << 24)
+/* collapse writes each stack's names in full, so long names multiply too
+ * (4096 frames of a 60 KB name is 240 MB a line): it refuses a profile
+ * whose folded text would be longer than this. */
+#define CLI_COLLAPSE_MAX_BYTES ((uint64_t)1 << 30)
+
 /* A frame as a viewer shows it: a function name, or for an address no one
  * named, "<mapping basename>+0x<offset>" (or "0x<address>"). */
 typedef struct cli_profile {
@@ -60,13 +82,23 @@ typedef struct cli_profile {
   size_t nnames;
   int sample_index; /* the value shown */
   const char *type, *unit;
+  /* The total bound the next cli_profile_select checks (load sets
+   * CLI_VIEW_MAX_FRAMES; the fuzz targets lower it). */
+  uint64_t max_frames;
 } cli_profile;
 
-/* Loads and checks a profile; returns CLI_OK, or an error code after
- * printing the one-line message for `cmd`. */
-int cli_profile_load(cli_profile *cp, const char *cmd, const char *path);
+/* Loads and checks a profile, and selects the value to show as
+ * cli_profile_select does (type NULL: the default). Returns CLI_OK, or an
+ * error code after printing the one-line message for `cmd`. */
+int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, const char *type);
+/* The same on a profile already in memory; path only names it in messages.
+ * data stays the caller's. */
+int cli_profile_load_mem(cli_profile *cp, const char *cmd, const char *path, const uint8_t *data,
+                         size_t len, const char *type);
 /* Selects the value to show: NAME (a sample type) or an index; NULL: the
- * profile's default_sample_type, else the last type (pprof's rule). */
+ * profile's default_sample_type, else the last type (pprof's rule). Then
+ * checks the stacks of the samples with a nonzero value against
+ * CLI_VIEW_MAX_DEPTH and cp->max_frames: CLI_EINPUT beyond either. */
 int cli_profile_select(cli_profile *cp, const char *cmd, const char *name);
 void cli_profile_free(cli_profile *cp);
 
@@ -74,11 +106,13 @@ void cli_profile_free(cli_profile *cp);
 long cli_profile_location(const cli_profile *cp, uint64_t id);
 
 /* Calls fn for each sample with a nonzero selected value, with its frames'
- * name indices root first. Returns fn's first nonzero result. */
+ * name indices root first (at most CLI_VIEW_MAX_DEPTH of them, as
+ * cli_profile_select made sure). Returns fn's first nonzero result. */
 typedef int (*cli_stack_fn)(void *ctx, const uint32_t *names, size_t n, int64_t value);
 int cli_profile_stacks(const cli_profile *cp, cli_stack_fn fn, void *ctx);
 
-/* Sum of the selected value over all samples. */
+/* Sum of the selected value over all samples. Sums here wrap around on
+ * overflow, as pprof's int64 arithmetic does, rather than being undefined. */
 int64_t cli_profile_total(const cli_profile *cp);
 
 /* A value in the profile's unit, as pprof prints it: "1.25s", "12ms",
@@ -88,9 +122,63 @@ void cli_format_value(char *buf, size_t len, int64_t v, const char *unit);
 /* The string at index i of the profile's table ("" when out of range). */
 const char *cli_str(const Pprt__Profile *p, int64_t i);
 
+/* a + b, wrapping around on overflow. */
+static inline int64_t cli_add(int64_t a, int64_t b) {
+  return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
 /* The top-N table (`pprt top`): flat and cumulative values per function,
  * sorted by flat (or cum), N rows (0: all). */
 int cli_print_top(FILE *out, const cli_profile *cp, size_t n, int by_cum, int header);
+
+/* ---- the call tree (tools/stack_tree.c) ------------------------------------------ */
+
+/* The samples' stacks merged into a tree, one node per distinct path from
+ * the root: what flame draws and collapse prints. Node 0 is the root
+ * ("all"); a node's name is a name index + 1. */
+typedef struct cli_tree_node {
+  uint32_t name, parent;
+  int64_t value; /* the samples through this node */
+  int64_t self;  /* the samples whose stack ends here */
+} cli_tree_node;
+
+typedef struct cli_tree {
+  cli_tree_node *v;
+  size_t n, cap;
+  uint32_t *slots; /* (parent, name) -> node index + 1 */
+  size_t nslots;
+  /* After cli_tree_order: node i's children are kids[kid_at[i]] up to
+   * kids[kid_at[i + 1]], in the order asked for. */
+  uint32_t *kids, *kid_at;
+} cli_tree;
+
+/* Builds the tree of cp's selected value. 0 or -ENOMEM. */
+int cli_tree_build(cli_tree *t, const cli_profile *cp);
+/* Orders every node's children: by value, widest first (ties by name), or
+ * by name. 0 or -ENOMEM. */
+enum { CLI_TREE_BY_VALUE, CLI_TREE_BY_NAME };
+int cli_tree_order(cli_tree *t, const cli_profile *cp, int order);
+void cli_tree_free(cli_tree *t);
+
+/* Walks the ordered tree depth first without recursion (the depth is the
+ * profile's, so the walk keeps its own stack): enter(node, path, depth) on
+ * the way down, where path[0..depth] are the nodes from the root to it, and
+ * leave(node) on the way up. Returns the first nonzero result of either,
+ * or -ENOMEM. */
+typedef struct cli_tree_visit {
+  int (*enter)(void *ctx, const cli_tree *t, const uint32_t *path, size_t depth);
+  int (*leave)(void *ctx, const cli_tree *t, uint32_t node);
+  void *ctx;
+} cli_tree_visit;
+int cli_tree_walk(const cli_tree *t, cli_tree_visit v);
+
+/* ---- the views, onto any stream (what the subcommands and the fuzz targets call) -- */
+
+/* The flame graph page for cp, titled title. 0, or -1 (out of memory). */
+int cli_write_flame(FILE *out, const cli_profile *cp, const char *title);
+/* Folded stacks, one line per distinct stack, in name order. 0, -ENOMEM,
+ * or -EFBIG (nothing written) when they would be more than max_bytes. */
+int cli_write_collapse(FILE *out, const cli_profile *cp, uint64_t max_bytes);
 
 /* Options common to the profile commands. */
 typedef struct cli_view_opts {

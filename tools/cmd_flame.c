@@ -1,7 +1,7 @@
 /* `pprt flame`: a profile as a self-contained HTML flame graph.
  *
- * The stacks become a tree (one node per distinct path from the root),
- * written as compact JSON into the page template tools/flame.html, which
+ * The stacks become a tree (tools/stack_tree.c: one node per distinct path
+ * from the root), written as compact JSON into the page template tools/flame.html, which
  * the build embeds (tools/embed.cmake): the page needs no network and no
  * other file. */
 #include <errno.h>
@@ -25,83 +25,8 @@ static const char usage[] =
     "                        \"-\" for standard output)\n"
     "  --sample-index NAME   as for pprt top\n"
     "\n"
-    "Exit status: 0 ok, 1 OUT cannot be written, 2 bad usage, 3 FILE unreadable\n"
-    "or not a profile.\n";
-
-/* A node: a name under a parent; children found through a hash map keyed
- * by (parent, name). */
-typedef struct node {
-  uint32_t name, parent, first_child, next_sibling;
-  int64_t value;
-} node;
-
-typedef struct tree {
-  node *v;
-  size_t n, cap;
-  uint32_t *slots; /* node index + 1 */
-  size_t nslots;
-} tree;
-
-static size_t slot_of(const tree *t, uint32_t parent, uint32_t name) {
-  uint64_t h = ((uint64_t)parent << 32 | name) * 0x9e3779b97f4a7c15ull;
-  return (size_t)(h >> 20) & (t->nslots - 1);
-}
-
-static int grow(tree *t) {
-  size_t ns = t->nslots ? t->nslots * 2 : 4096;
-  uint32_t *slots = calloc(ns, sizeof *slots);
-  if (slots == NULL)
-    return -1;
-  free(t->slots);
-  t->slots = slots;
-  t->nslots = ns;
-  for (size_t i = 1; i < t->n; i++) {
-    size_t j = slot_of(t, t->v[i].parent, t->v[i].name);
-    while (t->slots[j])
-      j = (j + 1) & (ns - 1);
-    t->slots[j] = (uint32_t)i + 1;
-  }
-  return 0;
-}
-
-/* The child of parent called name, created if new; UINT32_MAX on OOM. */
-static uint32_t child(tree *t, uint32_t parent, uint32_t name) {
-  if ((t->n + 1) * 2 > t->nslots && grow(t) != 0)
-    return UINT32_MAX;
-  size_t j = slot_of(t, parent, name);
-  for (; t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
-    const node *c = &t->v[t->slots[j] - 1];
-    if (c->parent == parent && c->name == name)
-      return t->slots[j] - 1;
-  }
-  if (t->n == t->cap) {
-    size_t nc = t->cap * 2;
-    node *nv = realloc(t->v, nc * sizeof *nv);
-    if (nv == NULL)
-      return UINT32_MAX;
-    t->v = nv;
-    t->cap = nc;
-  }
-  uint32_t id = (uint32_t)t->n++;
-  t->v[id] = (node){name, parent, UINT32_MAX, t->v[parent].first_child, 0};
-  t->v[parent].first_child = id;
-  t->slots[j] = id + 1;
-  return id;
-}
-
-static int tree_add(void *ctx, const uint32_t *st, size_t n, int64_t value) {
-  tree *t = ctx;
-  uint32_t at = 0;
-  t->v[0].value += value;
-  for (size_t i = 0; i < n; i++) {
-    /* Names are shifted by one: 0 is the root's "all". */
-    at = child(t, at, st[i] + 1);
-    if (at == UINT32_MAX)
-      return -1;
-    t->v[at].value += value;
-  }
-  return 0;
-}
+    "Exit status: 0 ok, 1 OUT cannot be written, 2 bad usage, 3 FILE unreadable,\n"
+    "not a profile, or beyond the views' bounds (as for pprt top).\n";
 
 /* JSON string contents; '<', '>' and '&' escaped so no name can end the
  * script element. */
@@ -118,43 +43,22 @@ static void json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-static const tree *g_tree;
-
-static int cmp_value(const void *a, const void *b) {
-  int64_t x = g_tree->v[*(const uint32_t *)a].value, y = g_tree->v[*(const uint32_t *)b].value;
-  if (x != y)
-    return x > y ? -1 : 1;
-  return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+/* The tree as nested arrays, [name, value, [children...]], children
+ * widest first: brackets open on the way down and close on the way up. */
+static int emit_enter(void *ctx, const cli_tree *t, const uint32_t *path, size_t depth) {
+  FILE *f = ctx;
+  uint32_t at = path[depth];
+  if (depth > 0 && t->kids[t->kid_at[path[depth - 1]]] != at)
+    fputc(',', f);
+  fprintf(f, "[%u,%lld", t->v[at].name, (long long)t->v[at].value);
+  if (t->kid_at[at + 1] > t->kid_at[at])
+    fputs(",[", f);
+  return 0;
 }
 
-/* [name, value, [children...]], children widest first. */
-static int emit(FILE *f, const tree *t, uint32_t id) {
-  const node *nd = &t->v[id];
-  fprintf(f, "[%u,%lld", nd->name, (long long)nd->value);
-  size_t nk = 0;
-  for (uint32_t c = nd->first_child; c != UINT32_MAX; c = t->v[c].next_sibling)
-    nk++;
-  if (nk) {
-    uint32_t *kids = malloc(nk * sizeof *kids);
-    if (kids == NULL)
-      return -1;
-    nk = 0;
-    for (uint32_t c = nd->first_child; c != UINT32_MAX; c = t->v[c].next_sibling)
-      kids[nk++] = c;
-    qsort(kids, nk, sizeof *kids, cmp_value);
-    fputs(",[", f);
-    for (size_t i = 0; i < nk; i++) {
-      if (i)
-        fputc(',', f);
-      if (emit(f, t, kids[i]) != 0) {
-        free(kids);
-        return -1;
-      }
-    }
-    fputc(']', f);
-    free(kids);
-  }
-  fputc(']', f);
+static int emit_leave(void *ctx, const cli_tree *t, uint32_t at) {
+  FILE *f = ctx;
+  fputs(t->kid_at[at + 1] > t->kid_at[at] ? "]]" : "]", f);
   return 0;
 }
 
@@ -171,12 +75,16 @@ static void html_escaped(FILE *f, const char *s) {
   }
 }
 
-/* Writes the page: the template with its title and data markers filled. */
-static int write_page(FILE *f, const cli_profile *cp, const tree *t, const char *title) {
+int cli_write_flame(FILE *f, const cli_profile *cp, const char *title) {
   const char *tpl = (const char *)cli_flame_html;
   const char *tmark = strstr(tpl, "@PPRT_TITLE@"), *dmark = strstr(tpl, "@PPRT_DATA@");
   if (!tmark || !dmark || dmark < tmark)
     return -1;
+  cli_tree t;
+  if (cli_tree_build(&t, cp) != 0 || cli_tree_order(&t, cp, CLI_TREE_BY_VALUE) != 0) {
+    cli_tree_free(&t);
+    return -1;
+  }
   fwrite(tpl, 1, (size_t)(tmark - tpl), f);
   html_escaped(f, title);
   const char *after_t = tmark + strlen("@PPRT_TITLE@");
@@ -187,14 +95,15 @@ static int write_page(FILE *f, const cli_profile *cp, const tree *t, const char 
   json_str(f, cp->type);
   fputs(",\"unit\":", f);
   json_str(f, cp->unit);
-  fprintf(f, ",\"total\":%lld,\"names\":[\"all\"", (long long)t->v[0].value);
+  fprintf(f, ",\"total\":%lld,\"names\":[\"all\"", (long long)t.v[0].value);
   for (size_t i = 0; i < cp->nnames; i++) {
     fputc(',', f);
     json_str(f, cp->names[i]);
   }
   fputs("],\"root\":", f);
-  g_tree = t;
-  if (emit(f, t, 0) != 0)
+  int rc = cli_tree_walk(&t, (cli_tree_visit){emit_enter, emit_leave, f});
+  cli_tree_free(&t);
+  if (rc != 0)
     return -1;
   fputc('}', f);
   const char *after_d = dmark + strlen("@PPRT_DATA@");
@@ -227,27 +136,15 @@ int cli_cmd_flame(int argc, char **argv) {
   if (rc >= 0)
     return rc;
   cli_profile cp;
-  rc = cli_profile_load(&cp, "flame", o.file);
-  if (rc == CLI_OK && o.sample_index)
-    rc = cli_profile_select(&cp, "flame", o.sample_index);
+  rc = cli_profile_load(&cp, "flame", o.file, o.sample_index);
   if (rc != CLI_OK) {
     cli_profile_free(&cp);
     return rc;
   }
-  tree t;
-  memset(&t, 0, sizeof t);
-  t.cap = 1024;
-  t.v = malloc(t.cap * sizeof *t.v);
   char *outpath = o.out ? NULL : default_output(o.file);
   const char *path = o.out ? o.out : outpath;
-  if (t.v == NULL || path == NULL) {
+  if (path == NULL) {
     rc = cli_error(CLI_EFAIL, "flame", "out of memory");
-    goto out;
-  }
-  t.v[0] = (node){0, UINT32_MAX, UINT32_MAX, UINT32_MAX, 0};
-  t.n = 1;
-  if (grow(&t) != 0 || cli_profile_stacks(&cp, tree_add, &t) != 0) {
-    rc = cli_error(CLI_EFAIL, "flame", "%s: out of memory", o.file);
     goto out;
   }
   FILE *f = cli_open_output(path);
@@ -258,7 +155,7 @@ int cli_cmd_flame(int argc, char **argv) {
   const char *base = strrchr(o.file, '/');
   char title[512];
   snprintf(title, sizeof title, "%s: %s", base ? base + 1 : o.file, cp.type);
-  int wrc = write_page(f, &cp, &t, title);
+  int wrc = cli_write_flame(f, &cp, title);
   if ((f == stdout ? fflush(f) : fclose(f)) != 0 || wrc != 0)
     rc = cli_error(CLI_EFAIL, "flame", "%s: writing failed: %s", path,
                    wrc ? "out of memory" : strerror(errno));
@@ -266,8 +163,6 @@ int cli_cmd_flame(int argc, char **argv) {
     fprintf(stderr, "pprt flame: wrote %s\n", path);
 out:
   free(outpath);
-  free(t.v);
-  free(t.slots);
   cli_profile_free(&cp);
   return rc;
 }

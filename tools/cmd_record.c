@@ -33,7 +33,8 @@ extern char **environ;
 
 static const char usage[] =
     "usage: pprt record [-o DIR] [--cpu] [--heap] [--trace] [--hz N] [--heap-rate BYTES]\n"
-    "                   [--timer MODE] [--checkpoint SECONDS] [--preload PATH] [-q]\n"
+    "                   [--timer MODE] [--unwinder NAME] [--checkpoint SECONDS]\n"
+    "                   [--preload PATH] [-q]\n"
     "                   [--] PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with pprt's preload library and writes into DIR (default\n"
@@ -49,6 +50,9 @@ static const char usage[] =
     "  --heap-rate BYTES  mean bytes between heap samples (PPRT_HEAP_RATE;\n"
     "                     default 524288)\n"
     "  --timer MODE       auto, perf, per-thread or process (PPRT_CPUPROFILE_TIMER)\n"
+    "  --unwinder NAME    the stack walk: cfi (DWARF unwind tables; the default on\n"
+    "                     Linux and FreeBSD x86_64/aarch64), fp (frame pointers) or\n"
+    "                     libunwind (when built in) (PPRT_UNWINDER)\n"
     "  --checkpoint SECONDS\n"
     "                     rewrite the profiles so far at this interval, so a\n"
     "                     program killed without warning (kill -9) leaves them as\n"
@@ -73,7 +77,7 @@ static const char usage[] =
 /* ---- options ---------------------------------------------------------------------- */
 
 typedef struct record_opts {
-  const char *dir, *hz, *heap_rate, *timer, *preload, *checkpoint;
+  const char *dir, *hz, *heap_rate, *timer, *unwinder, *preload, *checkpoint;
   int cpu, heap, trace, quiet;
   char **argv; /* the program and its arguments */
 } record_opts;
@@ -125,6 +129,10 @@ static int parse(int argc, char **argv, record_opts *o) {
         return cli_error(CLI_EUSAGE, "record", "--timer %s: not auto, perf, per-thread or process",
                          v);
       o->timer = v;
+    } else if (!missing && (v = cli_option_value(argc, argv, &i, "--unwinder", &missing))) {
+      if (strcmp(v, "cfi") != 0 && strcmp(v, "fp") != 0 && strcmp(v, "libunwind") != 0)
+        return cli_error(CLI_EUSAGE, "record", "--unwinder %s: not cfi, fp or libunwind", v);
+      o->unwinder = v;
     } else if (!missing && (v = cli_option_value(argc, argv, &i, "--checkpoint", &missing))) {
       char *end;
       double sec = strtod(v, &end);
@@ -295,6 +303,8 @@ static int set_env(const record_opts *o, const char *dir, const char *preload) {
     rc |= setenv("PPRT_HEAP_RATE", o->heap_rate, 1);
   if (o->timer)
     rc |= setenv("PPRT_CPUPROFILE_TIMER", o->timer, 1);
+  if (o->unwinder)
+    rc |= setenv("PPRT_UNWINDER", o->unwinder, 1);
   rc |= setenv("PPRT_CHECKPOINT", o->checkpoint, 1);
   /* Ahead of any library already preloaded. */
   const char *old = getenv(cli_os_preload_var);
@@ -566,7 +576,7 @@ static void summarize_cpu(const char *dir, int status) {
     return;
   }
   cli_profile cp;
-  if (cli_profile_load(&cp, "record", path) != CLI_OK) {
+  if (cli_profile_load(&cp, "record", path, NULL) != CLI_OK) {
     cli_profile_free(&cp);
     return;
   }
@@ -587,13 +597,17 @@ static void summarize_cpu(const char *dir, int status) {
   if (rate >= 0)
     fprintf(stderr, ", effective rate %.1f samples per CPU-second", rate);
   fputc('\n', stderr);
-  /* Which source sampled, and why a better one did not. */
+  /* Which source sampled and which unwinder walked, and why a better
+   * source did not. */
   for (size_t i = 0; i < p->n_comment; i++) {
     const char *c = cli_str(p, p->comment[i]);
     const char *src = strstr(c, "source ");
+    const char *unw = strstr(c, ", unwinder ");
     if (src) {
       size_t n = strcspn(src, ",");
       fprintf(stderr, "  sampled by: %.*s\n", (int)(n - 7), src + 7);
+      if (unw)
+        fprintf(stderr, "  unwound by: %s\n", unw + 11);
     } else if (strncmp(c, "fallback: ", 10) == 0) {
       fprintf(stderr, "  %s\n", c);
     }
@@ -625,7 +639,7 @@ static void summarize_heap(const char *dir, int status) {
     return;
   }
   cli_profile cp;
-  if (cli_profile_load(&cp, "record", path) != CLI_OK) {
+  if (cli_profile_load(&cp, "record", path, NULL) != CLI_OK) {
     cli_profile_free(&cp);
     return;
   }
@@ -642,8 +656,11 @@ static void summarize_heap(const char *dir, int status) {
     fprintf(stderr, ", one sample per %.0f bytes", rate);
   fputc('\n', stderr);
   /* Where the memory was allocated says more than what was left at exit. */
-  if (value_index(cp.p, "alloc_space") >= 0)
-    cli_profile_select(&cp, "record", "alloc_space");
+  if (value_index(cp.p, "alloc_space") >= 0 &&
+      cli_profile_select(&cp, "record", "alloc_space") != CLI_OK) {
+    cli_profile_free(&cp);
+    return;
+  }
   fprintf(stderr, "  top allocation sites by %s:\n", cp.type);
   cli_print_top(stderr, &cp, 5, 0, 0);
   list_children(dir, "heap.pb.gz");

@@ -19,8 +19,9 @@ static const char top_usage[] =
     "                        alloc_space, inuse_objects, ...) or its index;\n"
     "                        default: the profile's default type, else its last\n"
     "\n"
-    "Exit status: 0 ok, 2 bad usage or unknown sample type, 3 FILE unreadable or\n"
-    "not a profile.\n";
+    "Exit status: 0 ok, 2 bad usage or unknown sample type, 3 FILE unreadable, not\n"
+    "a profile, or beyond the views' bounds (stacks deeper than 4096 frames, or\n"
+    "more than 16777216 frames in all; inlined frames count).\n";
 
 static const char collapse_usage[] =
     "usage: pprt collapse FILE [-o OUT] [--sample-index NAME]\n"
@@ -33,8 +34,9 @@ static const char collapse_usage[] =
     "  -o OUT                write to OUT instead of standard output\n"
     "  --sample-index NAME   as for pprt top\n"
     "\n"
-    "Exit status: 0 ok, 1 OUT cannot be written, 2 bad usage, 3 FILE unreadable\n"
-    "or not a profile.\n";
+    "Exit status: 0 ok, 1 OUT cannot be written, 2 bad usage, 3 FILE unreadable,\n"
+    "not a profile, or beyond the views' bounds (as for pprt top; and folded\n"
+    "text longer than 1 GiB).\n";
 
 int cli_parse_view(int argc, char **argv, const char *cmd, const char *usage, const char *allow,
                    cli_view_opts *o) {
@@ -77,9 +79,7 @@ int cli_cmd_top(int argc, char **argv) {
   if (rc >= 0)
     return rc;
   cli_profile cp;
-  rc = cli_profile_load(&cp, "top", o.file);
-  if (rc == CLI_OK && o.sample_index)
-    rc = cli_profile_select(&cp, "top", o.sample_index);
+  rc = cli_profile_load(&cp, "top", o.file, o.sample_index);
   if (rc == CLI_OK && cli_print_top(stdout, &cp, (size_t)o.n, o.cum, 1) != CLI_OK)
     rc = cli_error(CLI_EFAIL, "top", "%s: out of memory", o.file);
   cli_profile_free(&cp);
@@ -90,50 +90,61 @@ int cli_cmd_top(int argc, char **argv) {
 
 /* ---- collapse ---------------------------------------------------------------------- */
 
-typedef struct folded {
-  char *stack;
-  int64_t value;
-} folded;
-
-typedef struct fold_acc {
-  const cli_profile *cp;
-  folded *v;
-  size_t n, cap;
-} fold_acc;
-
-static int fold_add(void *ctx, const uint32_t *st, size_t n, int64_t value) {
-  fold_acc *a = ctx;
-  if (n == 0)
+/* A line for each node where stacks end: the names from the root down to
+ * it, and the value of the samples that end there (samples that differ
+ * only in labels share the node, so they fold into one line). */
+static int fold_enter(void *ctx, const cli_tree *t, const uint32_t *path, size_t depth) {
+  FILE *f = ((void **)ctx)[0];
+  const cli_profile *cp = ((void **)ctx)[1];
+  int64_t self = t->v[path[depth]].self;
+  if (depth == 0 || self == 0)
     return 0;
-  size_t len = 0;
-  for (size_t i = 0; i < n; i++)
-    len += strlen(a->cp->names[st[i]]) + 1;
-  char *s = malloc(len);
-  if (s == NULL)
-    return -1;
-  char *w = s;
-  for (size_t i = 0; i < n; i++) {
-    size_t l = strlen(a->cp->names[st[i]]);
-    memcpy(w, a->cp->names[st[i]], l);
-    w += l;
-    *w++ = i + 1 < n ? ';' : '\0';
+  for (size_t i = 1; i <= depth; i++) {
+    fputs(cp->names[t->v[path[i]].name - 1], f);
+    fputc(i < depth ? ';' : ' ', f);
   }
-  if (a->n == a->cap) {
-    size_t nc = a->cap ? a->cap * 2 : 1024;
-    folded *nv = realloc(a->v, nc * sizeof *nv);
-    if (nv == NULL) {
-      free(s);
-      return -1;
-    }
-    a->v = nv;
-    a->cap = nc;
-  }
-  a->v[a->n++] = (folded){s, value};
+  fprintf(f, "%lld\n", (long long)self);
   return 0;
 }
 
-static int cmp_folded(const void *x, const void *y) {
-  return strcmp(((const folded *)x)->stack, ((const folded *)y)->stack);
+static int fold_leave(void *ctx, const cli_tree *t, uint32_t node) {
+  (void)ctx, (void)t, (void)node;
+  return 0;
+}
+
+/* The length of the folded text, counted before any of it is written:
+ * each node's path (names, separators) is its parent's plus its own. */
+static uint64_t folded_bytes(const cli_tree *t, const cli_profile *cp, uint64_t max,
+                             uint64_t *path_len) {
+  uint64_t total = 0;
+  path_len[0] = 0;
+  for (size_t i = 1; i < t->n && total <= max; i++) {
+    const cli_tree_node *nd = &t->v[i];
+    path_len[i] = path_len[nd->parent] + strlen(cp->names[nd->name - 1]) + 1;
+    if (nd->self != 0) /* the line: path, value (at most 20 digits), newline */
+      total += path_len[i] + 21;
+  }
+  return total;
+}
+
+int cli_write_collapse(FILE *out, const cli_profile *cp, uint64_t max_bytes) {
+  cli_tree t;
+  int rc = cli_tree_build(&t, cp);
+  uint64_t *path_len = rc == 0 ? malloc(t.n * sizeof *path_len) : NULL;
+  if (rc == 0 && path_len == NULL)
+    rc = -ENOMEM;
+  /* Nodes come after their parents (cli_tree_build adds them root down). */
+  if (rc == 0 && folded_bytes(&t, cp, max_bytes, path_len) > max_bytes)
+    rc = -EFBIG;
+  free(path_len);
+  if (rc == 0)
+    rc = cli_tree_order(&t, cp, CLI_TREE_BY_NAME);
+  if (rc == 0) {
+    void *ctx[2] = {out, (void *)cp};
+    rc = cli_tree_walk(&t, (cli_tree_visit){fold_enter, fold_leave, ctx});
+  }
+  cli_tree_free(&t);
+  return rc < 0 ? rc : rc != 0 ? -ENOMEM : 0;
 }
 
 int cli_cmd_collapse(int argc, char **argv) {
@@ -142,41 +153,26 @@ int cli_cmd_collapse(int argc, char **argv) {
   if (rc >= 0)
     return rc;
   cli_profile cp;
-  rc = cli_profile_load(&cp, "collapse", o.file);
-  if (rc == CLI_OK && o.sample_index)
-    rc = cli_profile_select(&cp, "collapse", o.sample_index);
+  rc = cli_profile_load(&cp, "collapse", o.file, o.sample_index);
   if (rc != CLI_OK) {
     cli_profile_free(&cp);
     return rc;
   }
-  fold_acc a = {&cp, NULL, 0, 0};
-  if (cli_profile_stacks(&cp, fold_add, &a) != 0) {
-    rc = cli_error(CLI_EFAIL, "collapse", "%s: out of memory", o.file);
-    goto out;
-  }
-  /* Samples that differ only in labels fold into one line. */
-  qsort(a.v, a.n, sizeof *a.v, cmp_folded);
   FILE *out = cli_open_output(o.out ? o.out : "-");
   if (out == NULL) {
     rc = cli_error(CLI_EFAIL, "collapse", "%s: cannot write: %s", o.out, strerror(errno));
     goto out;
   }
-  for (size_t i = 0; i < a.n;) {
-    int64_t sum = 0;
-    size_t j = i;
-    for (; j < a.n && strcmp(a.v[j].stack, a.v[i].stack) == 0; j++)
-      sum += a.v[j].value;
-    if (sum != 0)
-      fprintf(out, "%s %lld\n", a.v[i].stack, (long long)sum);
-    i = j;
-  }
-  if ((out == stdout ? fflush(out) : fclose(out)) != 0)
+  int wrc = cli_write_collapse(out, &cp, CLI_COLLAPSE_MAX_BYTES);
+  if ((out == stdout ? fflush(out) : fclose(out)) != 0 || wrc == -ENOMEM)
     rc = cli_error(CLI_EFAIL, "collapse", "%s: writing failed: %s", o.out ? o.out : "stdout",
-                   strerror(errno));
+                   wrc ? "out of memory" : strerror(errno));
+  else if (wrc == -EFBIG)
+    rc = cli_error(CLI_EINPUT, "collapse",
+                   "%s: the folded stacks would be more than %llu bytes, more than pprt "
+                   "collapse writes",
+                   o.file, (unsigned long long)CLI_COLLAPSE_MAX_BYTES);
 out:
-  for (size_t i = 0; i < a.n; i++)
-    free(a.v[i].stack);
-  free(a.v);
   cli_profile_free(&cp);
   return rc;
 }

@@ -151,17 +151,26 @@ static void address_name(char *buf, size_t len, const Pprt__Profile *p, const Pp
   snprintf(buf, len, "0x%llx", (unsigned long long)l->address);
 }
 
-int cli_profile_load(cli_profile *cp, const char *cmd, const char *path) {
+int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, const char *type) {
   memset(cp, 0, sizeof *cp);
-  cp->path = path;
   uint8_t *data;
   size_t len;
   char err[256];
   int rc = cli_read_file(path, PPRT__PROFILE_MAX_BYTES, &data, &len, err, sizeof err);
   if (rc != CLI_OK)
     return cli_error(rc, cmd, "%s: %s", path, err);
-  int drc = pprt__profile_decode(data, len, &cp->p, err, sizeof err);
+  rc = cli_profile_load_mem(cp, cmd, path, data, len, type);
   free(data);
+  return rc;
+}
+
+int cli_profile_load_mem(cli_profile *cp, const char *cmd, const char *path, const uint8_t *data,
+                         size_t len, const char *type) {
+  memset(cp, 0, sizeof *cp);
+  cp->path = path;
+  cp->max_frames = CLI_VIEW_MAX_FRAMES;
+  char err[256];
+  int drc = pprt__profile_decode(data, len, &cp->p, err, sizeof err);
   if (drc == -ENOMEM)
     return cli_error(CLI_EFAIL, cmd, "%s: out of memory decoding it", path);
   if (drc != 0)
@@ -184,44 +193,58 @@ int cli_profile_load(cli_profile *cp, const char *cmd, const char *path) {
   cp->frames = malloc((nframes + 1) * sizeof *cp->frames);
   if (!fns || !maps || !locs || !cp->loc_first || !cp->loc_count || !cp->frames)
     goto oom;
+  /* Each function's name is interned once, however many lines use it: a
+   * location may have millions of lines naming one long string. */
+  long *fn_name = malloc((p->n_function + 1) * sizeof *fn_name);
+  if (fn_name == NULL)
+    goto oom;
+  for (size_t i = 0; i < p->n_function; i++)
+    fn_name[i] = -1;
   size_t k = 0;
   for (size_t i = 0; i < p->n_location; i++) {
     const Pprt__Location *l = p->location[i];
+    long addr_id = -1; /* the address's name, made once per location */
     cp->loc_first[i] = (uint32_t)k;
-    for (size_t j = 0; j < l->n_line; j++) {
-      long f = find_id(fns, p->n_function, l->line[j]->function_id);
-      const char *name = "";
-      if (f >= 0) {
-        name = cli_str(p, p->function[f]->name);
-        if (!*name)
-          name = cli_str(p, p->function[f]->system_name);
+    for (size_t j = 0; j <= l->n_line; j++) {
+      long id = -1;
+      if (j < l->n_line) {
+        long f = find_id(fns, p->n_function, l->line[j]->function_id);
+        if (f >= 0 && fn_name[f] == -1) {
+          const char *name = cli_str(p, p->function[f]->name);
+          if (!*name)
+            name = cli_str(p, p->function[f]->system_name);
+          fn_name[f] = *name ? names_intern(&nm, name) : -2; /* -2: no name */
+          if (fn_name[f] == -1)
+            goto oom_fn;
+        }
+        id = f >= 0 ? fn_name[f] : -2;
+      } else if (l->n_line != 0) {
+        break;
       }
-      char buf[320];
-      if (!*name) {
-        address_name(buf, sizeof buf, p, l, maps);
-        name = buf;
+      if (id < 0) { /* no line, or a function without a name */
+        if (addr_id < 0) {
+          char buf[320];
+          address_name(buf, sizeof buf, p, l, maps);
+          if ((addr_id = names_intern(&nm, buf)) < 0)
+            goto oom_fn;
+        }
+        id = addr_id;
       }
-      long id = names_intern(&nm, name);
-      if (id < 0)
-        goto oom;
-      cp->frames[k++] = (uint32_t)id;
-    }
-    if (l->n_line == 0) {
-      char buf[320];
-      address_name(buf, sizeof buf, p, l, maps);
-      long id = names_intern(&nm, buf);
-      if (id < 0)
-        goto oom;
       cp->frames[k++] = (uint32_t)id;
     }
     cp->loc_count[i] = (uint32_t)(k - cp->loc_first[i]);
   }
+  free(fn_name);
   free(fns);
   free(maps);
   free(nm.slots);
   cp->names = nm.v;
   cp->nnames = nm.n;
-  return cli_profile_select(cp, cmd, NULL);
+  /* The bounds are checked on the type asked for only: another may have
+   * nonzero values on stacks this one leaves out. */
+  return cli_profile_select(cp, cmd, type);
+oom_fn:
+  free(fn_name);
 oom:
   free(fns);
   free(maps);
@@ -229,6 +252,37 @@ oom:
   cp->names = nm.v;
   cp->nnames = nm.n;
   return cli_error(CLI_EFAIL, cmd, "%s: out of memory", path);
+}
+
+/* The views' bounds (cli.h), checked before anything is expanded: this
+ * pass costs one step per location reference, which the file paid for in
+ * bytes, while expanding costs one per frame, which it did not. */
+static int check_bounds(const cli_profile *cp, const char *cmd) {
+  const Pprt__Profile *p = cp->p;
+  uint64_t total = 0;
+  for (size_t i = 0; i < p->n_sample; i++) {
+    const Pprt__Sample *s = p->sample[i];
+    if (s->value[cp->sample_index] == 0)
+      continue;
+    uint64_t depth = 0;
+    for (size_t j = 0; j < s->n_location_id && depth <= CLI_VIEW_MAX_DEPTH; j++) {
+      long l = cli_profile_location(cp, s->location_id[j]);
+      if (l >= 0)
+        depth += cp->loc_count[l];
+    }
+    if (depth > CLI_VIEW_MAX_DEPTH)
+      return cli_error(CLI_EINPUT, cmd,
+                       "%s: sample %zu's stack is more than %d frames deep (inlined frames "
+                       "included), deeper than pprt's views show",
+                       cp->path, i, CLI_VIEW_MAX_DEPTH);
+    total += depth;
+    if (total > cp->max_frames)
+      return cli_error(CLI_EINPUT, cmd,
+                       "%s: the samples' stacks add up to more than %llu frames (inlined "
+                       "frames included), more than pprt's views expand",
+                       cp->path, (unsigned long long)cp->max_frames);
+  }
+  return CLI_OK;
 }
 
 int cli_profile_select(cli_profile *cp, const char *cmd, const char *name) {
@@ -262,7 +316,7 @@ int cli_profile_select(cli_profile *cp, const char *cmd, const char *name) {
   cp->sample_index = (int)idx;
   cp->type = cli_str(p, p->sample_type[idx]->type);
   cp->unit = cli_str(p, p->sample_type[idx]->unit);
-  return CLI_OK;
+  return check_bounds(cp, cmd);
 }
 
 void cli_profile_free(cli_profile *cp) {
@@ -279,8 +333,7 @@ void cli_profile_free(cli_profile *cp) {
 
 int cli_profile_stacks(const cli_profile *cp, cli_stack_fn fn, void *ctx) {
   const Pprt__Profile *p = cp->p;
-  size_t cap = 256;
-  uint32_t *stack = malloc(cap * sizeof *stack);
+  uint32_t *stack = malloc(CLI_VIEW_MAX_DEPTH * sizeof *stack);
   if (stack == NULL)
     return -ENOMEM;
   int rc = 0;
@@ -295,15 +348,9 @@ int cli_profile_stacks(const cli_profile *cp, cli_stack_fn fn, void *ctx) {
       if (l < 0)
         continue; /* pprt__profile_check made sure this cannot happen */
       uint32_t first = cp->loc_first[l], count = cp->loc_count[l];
-      if (n + count > cap) {
-        size_t nc = (n + count) * 2;
-        uint32_t *ns = realloc(stack, nc * sizeof *ns);
-        if (ns == NULL) {
-          rc = -ENOMEM;
-          break;
-        }
-        stack = ns;
-        cap = nc;
+      if (count > CLI_VIEW_MAX_DEPTH - n) { /* check_bounds made sure it cannot */
+        rc = -E2BIG;
+        break;
       }
       /* Outermost (the caller the others were inlined into) first. */
       for (uint32_t f = count; f-- > 0;)
@@ -319,7 +366,7 @@ int cli_profile_stacks(const cli_profile *cp, cli_stack_fn fn, void *ctx) {
 int64_t cli_profile_total(const cli_profile *cp) {
   int64_t t = 0;
   for (size_t i = 0; i < cp->p->n_sample; i++)
-    t += cp->p->sample[i]->value[cp->sample_index];
+    t = cli_add(t, cp->p->sample[i]->value[cp->sample_index]);
   return t;
 }
 
@@ -336,11 +383,11 @@ static int top_add(void *ctx, const uint32_t *st, size_t n, int64_t v) {
   a->sample++;
   if (n == 0)
     return 0;
-  a->flat[st[n - 1]] += v;
+  a->flat[st[n - 1]] = cli_add(a->flat[st[n - 1]], v);
   for (size_t i = 0; i < n; i++)
     if (a->seen[st[i]] != a->sample) { /* recursion counts once */
       a->seen[st[i]] = a->sample;
-      a->cum[st[i]] += v;
+      a->cum[st[i]] = cli_add(a->cum[st[i]], v);
     }
   return 0;
 }
@@ -420,7 +467,7 @@ int cli_print_top(FILE *out, const cli_profile *cp, size_t n, int by_cum, int he
     }
     int64_t sum = 0;
     for (size_t i = 0; i < shown; i++)
-      sum += rows[i].flat;
+      sum = cli_add(sum, rows[i].flat);
     cli_format_value(d, sizeof d, sum, cp->unit);
     fprintf(out, "Showing %zu of %zu functions, accounting for %s (%.2f%%) of %s total\n", shown,
             nrows, d, pct(sum, total), t);
@@ -428,7 +475,7 @@ int cli_print_top(FILE *out, const cli_profile *cp, size_t n, int by_cum, int he
   fprintf(out, "%10s %7s %7s %10s %7s  %s\n", "flat", "flat%", "sum%", "cum", "cum%", "name");
   int64_t running = 0;
   for (size_t i = 0; i < shown; i++) {
-    running += rows[i].flat;
+    running = cli_add(running, rows[i].flat);
     cli_format_value(t, sizeof t, rows[i].flat, cp->unit);
     cli_format_value(d, sizeof d, rows[i].cum, cp->unit);
     fprintf(out, "%10s %6.2f%% %6.2f%% %10s %6.2f%%  %s\n", t, pct(rows[i].flat, total),

@@ -9,7 +9,11 @@
 
 #include "tools/cli.h"
 
+int cli_errors_silent;
+
 int cli_error(int code, const char *cmd, const char *fmt, ...) {
+  if (cli_errors_silent)
+    return code;
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "pprt%s%s: ", cmd ? " " : "", cmd ? cmd : "");

@@ -8,11 +8,12 @@
 #include <unistd.h>
 
 #include "core/platform.h"
+#include "core/syscalls.h"
 
 int pprt__os_thread_start_time(uint64_t tid, uint64_t *start) {
   char path[64], buf[512];
   snprintf(path, sizeof path, "/proc/self/task/%llu/stat", (unsigned long long)tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = pprt__sys_open(path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0)
     return errno == ENOENT ? -ESRCH : -errno;
   ssize_t n;
