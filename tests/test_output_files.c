@@ -4,7 +4,10 @@
  * link there. pprt creates them new and never through a link: the file the
  * link points to is left alone, and the program runs on.
  *
- * Paths come from CMake: PRELOAD_LIB, BURN (tests/cpu_burn.c). */
+ * pprt trace export's OUT.tmp is made new the same way.
+ *
+ * Paths come from CMake: PRELOAD_LIB, BURN (tests/cpu_burn.c), PPRT_TOOL
+ * (the pprt command; empty when it is not built). */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -18,6 +21,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "pprt.h"
 
 static char g_dir[] = "/tmp/pprt-outputs-XXXXXX";
 static const char kPrecious[] = "precious contents, not a profile\n";
@@ -97,6 +102,43 @@ static void test_per_pid_link_not_followed(void **state) {
   assert_victim_intact(victim);
 }
 
+/* pprt trace export writes OUT.tmp and renames it to OUT: a link planted
+ * at OUT.tmp is neither followed nor renamed into OUT. */
+static void test_trace_export_tmp_link_not_followed(void **state) {
+  (void)state;
+  if (PPRT_TOOL[0] == '\0')
+    skip(); /* no pprt command in this build */
+  char victim[512], trace[512], json[512], tmp[600];
+  path_in(victim, sizeof victim, "victim3");
+  path_in(trace, sizeof trace, "t.trace");
+  path_in(json, sizeof json, "t.json");
+  snprintf(tmp, sizeof tmp, "%s.tmp", json);
+  write_victim(victim);
+  int fd = open(trace, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  assert_true(fd >= 0);
+  pprt_trace_options o = {.size = sizeof o};
+  assert_int_equal(pprt_trace_start(&o, pprt_writer_fd(fd)), 0);
+  pprt_log("test", "one event");
+  assert_int_equal(pprt_trace_stop(), 0);
+  close(fd);
+  assert_int_equal(symlink(victim, tmp), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    execl(PPRT_TOOL, PPRT_TOOL, "trace", "export", trace, "-o", json, (char *)NULL);
+    _exit(91);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 1); /* OUT cannot be written */
+  assert_victim_intact(victim);
+  struct stat st;
+  assert_int_equal(lstat(tmp, &st), 0);
+  assert_true(S_ISLNK(st.st_mode)); /* left alone */
+  assert_true(lstat(json, &st) != 0); /* and not renamed into OUT */
+}
+
 static int setup(void **state) {
   (void)state;
   return mkdtemp(g_dir) ? 0 : -1;
@@ -113,6 +155,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_checkpoint_tmp_link_not_followed),
       cmocka_unit_test(test_per_pid_link_not_followed),
+      cmocka_unit_test(test_trace_export_tmp_link_not_followed),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
