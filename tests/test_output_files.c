@@ -135,7 +135,7 @@ static void test_trace_export_tmp_link_not_followed(void **state) {
   assert_victim_intact(victim);
   struct stat st;
   assert_int_equal(lstat(tmp, &st), 0);
-  assert_true(S_ISLNK(st.st_mode)); /* left alone */
+  assert_true(S_ISLNK(st.st_mode));   /* left alone */
   assert_true(lstat(json, &st) != 0); /* and not renamed into OUT */
 }
 
