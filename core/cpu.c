@@ -21,7 +21,9 @@
  *                   written;
  *   blocked threads a thread that blocks SIGPROF gets no sample: the reader
  *                   finds it (its signal mask) and charges its CPU time to
- *                   a synthetic frame, so the totals stay honest.
+ *                   a synthetic frame, so the totals stay honest
+ *                   (core/cpu_blocked.c; the session's type is in
+ *                   core/cpu_session.h).
  *
  * fork: the child keeps no session (its copy is dropped, not freed, since
  * another thread may have been inside it), restores the program's SIGPROF
@@ -40,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/atfork.h"
 #include "core/cpu.h"
 #include "core/heap.h"
 #include "core/platform.h"
@@ -53,115 +56,19 @@
 #include "core/trace.h"
 #include "core/unwind.h"
 #include "pprt.h"
+/* Last: its type names (slot, session) are cpu.c's own. */
+#include "core/cpu_session.h"
 
 #define DEFAULT_HZ 100
 #define MAX_HZ 10000
 #define DEFAULT_DEPTH 64
 #define MAX_DEPTH 256
 #define RING_WORDS ((size_t)1 << 17) /* 1 MiB, as Go's profBuf */
-#define SLOTS_CAP 8192      /* threads with their own source */
-#define TID_GONE UINT64_MAX /* a removed slot */
 #define RESCAN_NS 250000000ull
 #define FALLBACK_HZ 100 /* at most, for the process timer beside per-thread sources */
 /* The kernel's floor for a software clock's period (perf_swevent_start_hrtimer
  * raises anything shorter to 10 us). */
 #define MIN_INTERVAL_NS 10000u
-
-/* Which per-thread source a session uses. */
-enum thread_source { SOURCE_NONE, SOURCE_CLOCK, SOURCE_TIMER };
-
-/* One thread with its own source, as its SIGPROF handler sees it. The
- * control side fills a slot before it publishes the tid (release) and only
- * empties it when no handler can be using it: from the thread itself, for a
- * thread that is gone, or after stop has waited for running handlers. The
- * fields after fd belong to the thread's own handler once published. */
-typedef struct slot {
-  _Atomic uint64_t tid; /* 0 never used, TID_GONE removed */
-  _Atomic int fd;       /* its sampling clock, -1 for a CPU timer */
-  uint64_t interval;    /* ns: the period running now */
-  uint64_t last;        /* the clock's count at the previous sample */
-  uint64_t rng;         /* xorshift64* state for the next interval */
-} slot;
-
-typedef struct timer_entry {
-  uint64_t tid;
-  pprt__os_thread_timer timer; /* SOURCE_TIMER */
-  pprt__os_sample_clock clock; /* SOURCE_CLOCK */
-  int seen;                    /* found by the current rescan */
-} timer_entry;
-
-/* A thread seen blocking SIGPROF, as the reader accounts for it. */
-typedef struct blocked_entry {
-  uint64_t tid;
-  uint64_t cpu_ns;   /* its CPU time at the last check */
-  uint64_t seen_ns;  /* weights of its samples since then */
-  uint64_t charged;  /* CPU time charged to the synthetic frame, in all */
-  uint64_t credit;   /* of which a late sample may still claim: not counted twice */
-  uint64_t latest_ns; /* suspected: its CPU time at the last rescan */
-  int blocks;        /* BLOCKS_NO, BLOCKS_SUSPECTED or BLOCKS_YES */
-} blocked_entry;
-
-enum { BLOCKS_NO, BLOCKS_SUSPECTED, BLOCKS_YES };
-
-typedef struct name_entry {
-  uint64_t tid;
-  char *name; /* NULL: the thread had gone before we asked */
-} name_entry;
-
-typedef struct session {
-  /* fixed at start */
-  pprt_writer out;
-  int hz, depth, symbolize;
-  pprt_unwinder unwinder;
-  enum thread_source source; /* per-thread source */
-  int process_timer;         /* the process timer is armed too */
-  int process_hz;            /* its rate */
-  uint64_t process_period_ns;
-  int thread_timers;         /* source != SOURCE_NONE */
-  char fallback[192];        /* why a better source was not used, or "" */
-  int user_only;             /* the clocks had to leave kernel time out */
-  int timers_ok;             /* per-thread CPU timers work too */
-  size_t nclocks;            /* clocks open now */
-  size_t clock_budget;       /* at most this many: a quarter of RLIMIT_NOFILE */
-  size_t budget_timers;      /* threads given a timer instead, for that */
-  uint64_t period_ns;
-  uintptr_t cookie;
-  pid_t pid;                   /* the process profiled (a vfork child shares this) */
-  _Atomic uint64_t reader_tid; /* set by the reader when it starts */
-
-  pprt__ring ring;
-  pthread_t reader;
-
-  /* per-thread sources: entries under g_control; slots read lock-free */
-  timer_entry *timers;
-  size_t ntimers, timers_cap;
-  slot slots[SLOTS_CAP];
-  int tidset_full_warned;
-  int execs; /* exec calls under way, which disarmed the process timer */
-
-  /* the reader's */
-  uint64_t *readbuf; /* one record */
-  pprt__profile *prof;
-  name_entry *names;
-  size_t nnames, names_cap;
-  pprt__table name_index;
-  uint64_t samples, lost, external;
-  uint64_t signals;   /* records: one per timer signal taken */
-  uint64_t sample_ns; /* the weights' sum */
-  blocked_entry *blocked;
-  size_t nblocked, blocked_cap;
-  uint64_t blocked_ns; /* charged to PPRT__FRAME_BLOCKED */
-  uint64_t last_blocked_check;
-  blocked_entry *at_start; /* each thread's CPU time when the session started */
-  size_t nat_start, at_start_cap;
-  uint64_t last_rescan;
-  pprt__cpu_checkpoint checkpoint; /* fixed at start */
-  uint64_t last_checkpoint, checkpoints;
-
-  int64_t start_wall;
-  uint64_t start_mono;
-  double start_cpu;
-} session;
 
 static pthread_mutex_t g_control = PTHREAD_MUTEX_INITIALIZER;
 static session *_Atomic g_session;
@@ -298,37 +205,64 @@ void pprt__cpu_unignore_thread(uint64_t tid) {
   }
 }
 
-static int is_ignored(uint64_t tid) {
+int pprt__cpu_is_ignored(uint64_t tid) {
   for (int i = 0; i < MAX_IGNORED; i++)
     if (atomic_load_explicit(&g_ignored[i], memory_order_relaxed) == tid)
       return 1;
   return 0;
 }
 
+static void stop_timer_at(session *s, size_t i);
+
+/* Whether entry e's source died with an earlier thread of the same id:
+ * pprt did not see that thread end, and its id was reused before the next
+ * rescan. That source never fires again, and its slot makes the handler
+ * drop the process timer's ticks on the new thread, which then had no
+ * sample at all. Cheap first (the thread's CPU time, and whether the
+ * source fired while it ran), then, for a source silent over several
+ * periods of CPU (a thread that blocks SIGPROF is silent too), the
+ * thread's start time (a /proc read, ~17 us here). */
+static int source_outlived(session *s, timer_entry *e, uint64_t tid) {
+  uint64_t cpu, start;
+  if (pprt__os_thread_cpu_ns(tid, &cpu) != 0)
+    return 0;
+  slot *sl = slot_find(s, tid);
+  uint32_t fired = sl ? atomic_load_explicit(&sl->fired, memory_order_relaxed) : e->fired;
+  int silent = fired == e->fired && cpu - e->cpu_ns > 4 * s->period_ns;
+  int backwards = cpu < e->cpu_ns; /* CPU time only grows: another thread */
+  e->cpu_ns = cpu;
+  e->fired = fired;
+  if (backwards)
+    return 1;
+  return silent && e->start != 0 && pprt__os_thread_start_time(tid, &start) == 0 &&
+         start != e->start;
+}
+
 /* Gives thread tid its own source, unless it has one. The tid goes into
  * the slots before the source starts, so no tick of it is ever counted
  * twice (a process-timer tick in between is dropped instead). */
 static int start_thread_timer(session *s, uint64_t tid) {
-  if (is_ignored(tid))
+  if (pprt__cpu_is_ignored(tid))
     return 0; /* not marked seen: a source it got before is stopped */
   timer_entry *e = find_timer(s, tid);
   if (e) {
-    e->seen = 1;
-    return 0;
+    if (!source_outlived(s, e, tid)) {
+      e->seen = 1;
+      return 0;
+    }
+    stop_timer_at(s, (size_t)(e - s->timers)); /* and a source of its own */
   }
   if (tid == atomic_load(&s->reader_tid))
     return 0; /* it blocks SIGPROF; its ticks would only pile up */
-  if (s->ntimers == s->timers_cap) {
-    size_t ncap = s->timers_cap ? 2 * s->timers_cap : 64;
-    timer_entry *n = realloc(s->timers, ncap * sizeof *n);
-    if (n == NULL)
-      return -ENOMEM;
-    s->timers = n;
-    s->timers_cap = ncap;
-  }
+  if (s->ntimers == SLOTS_CAP)
+    return -ENOSPC; /* as slot_add would say */
   e = &s->timers[s->ntimers];
   memset(e, 0, sizeof *e);
   e->clock.fd = -1;
+  if (pprt__os_thread_start_time(tid, &e->start) != 0)
+    e->start = 0;
+  if (pprt__os_thread_cpu_ns(tid, &e->cpu_ns) != 0)
+    e->cpu_ns = 0;
   int rc = 0;
   if (s->source == SOURCE_CLOCK && s->nclocks < s->clock_budget) {
     rc = pprt__os_sample_clock_open(&e->clock, tid);
@@ -526,6 +460,8 @@ static int on_clock(session *s, int fd, void *ucontext) {
   if (e == NULL || atomic_load_explicit(&e->fd, memory_order_relaxed) != fd)
     return pprt__thread_self()->clock_fd1 == fd + 1 ? -1 : 0;
   pprt__thread_self()->clock_fd1 = fd + 1;
+  atomic_store_explicit(&e->fired, atomic_load_explicit(&e->fired, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
   pprt__os_sample_clock c = {fd, 0};
   /* The weight is the thread's CPU time since its last sample, not the
    * period drawn: a period whose signal was lost (merged with a SIGPROF
@@ -550,8 +486,13 @@ static int on_clock(session *s, int fd, void *ucontext) {
 
 static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
   int saved_errno = errno;
-  atomic_fetch_add_explicit(&g_inflight, 1, memory_order_acquire);
-  session *s = atomic_load_explicit(&g_session, memory_order_acquire);
+  /* A store-buffering pair with cpu_stop (store g_session, load
+   * g_inflight): both sides seq_cst, so either stop sees this handler's
+   * count or this handler sees the session gone. With acquire/release
+   * alone, aarch64 may let both miss, and the handler use a session that
+   * stop frees. */
+  atomic_fetch_add_explicit(&g_inflight, 1, memory_order_seq_cst);
+  session *s = atomic_load_explicit(&g_session, memory_order_seq_cst);
   uintptr_t cookie = s ? s->cookie : atomic_load_explicit(&g_cookie, memory_order_relaxed);
   int clock_fd = pprt__os_sigprof_clock_fd(info);
   enum pprt__os_sigprof_source src =
@@ -580,6 +521,10 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
     if (src == PPRT__OS_SIGPROF_THREAD_TIMER) {
       unsigned over = pprt__os_sigprof_overrun(info);
       count += over < 0xffff ? over : 0xffff;
+      slot *e = slot_find(s, tid); /* its own: only this handler writes it */
+      if (e)
+        atomic_store_explicit(&e->fired, atomic_load_explicit(&e->fired, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
     }
     if (valid)
       record(s, ucontext, tid, count,
@@ -626,201 +571,8 @@ static const char *thread_name(session *s, uint64_t tid) {
   return name;
 }
 
-/* ---- threads that block SIGPROF (the reader's) -------------------------------------- */
-
-#define BLOCKED_CHECK_NS 1000000000ull /* a /proc read per thread: once a second */
-
-static int had_samples(session *s, uint64_t tid);
-static void update_blocked(session *s, blocked_entry *b, uint64_t cpu);
-
-static blocked_entry *find_blocked(session *s, uint64_t tid) {
-  for (size_t i = 0; i < s->nblocked; i++)
-    if (s->blocked[i].tid == tid)
-      return &s->blocked[i];
-  return NULL;
-}
-
-/* A sample of thread tid arrived with this weight. Returns the weight to
- * count: a thread that unblocks SIGPROF receives the signal its source sent
- * meanwhile, weighted (from its clock, or a timer's overruns) with the CPU
- * time that was already charged to the synthetic frame; that part is taken
- * off. */
-static uint64_t blocked_saw_sample(session *s, uint64_t tid, uint64_t weight) {
-  blocked_entry *b = s->nblocked ? find_blocked(s, tid) : NULL;
-  if (b == NULL)
-    return weight;
-  uint64_t take = b->credit < weight ? b->credit : weight;
-  b->credit -= take;
-  b->seen_ns += weight - take;
-  return weight - take;
-}
-
-static void charge_blocked(session *s, blocked_entry *b, uint64_t ns) {
-  char name_buf[64];
-  const char *name = NULL;
-  if (pprt__os_thread_name(b->tid, name_buf, sizeof name_buf) == 0)
-    name = name_buf;
-  pprt__label labels[2 + PPRT__PROCESS_LABELS] = {{"thread_id", NULL, (int64_t)b->tid, "id"},
-                                                  {"thread_name", name, 0, NULL}};
-  size_t nlabels = name ? 2 : 1;
-  nlabels += pprt__process_labels(labels + nlabels);
-  int64_t v[2] = {(int64_t)((ns + s->period_ns / 2) / s->period_ns), (int64_t)ns};
-  pprt__profile_add_synthetic(s->prof, PPRT__FRAME_BLOCKED, v, labels, nlabels);
-  b->charged += ns;
-  b->credit += ns;
-  s->blocked_ns += ns;
-}
-
-/* A suspected thread had no sample since it was suspected (cpu: its CPU
- * time now, or at the suspicion when it has exited): it blocks SIGPROF. A
- * thread that has had no sample at all blocked it all along, so its CPU
- * time since the session started (or since it was created) went
- * unsampled; for one that had samples, the unsampled part begins
- * somewhere after its last one and is counted from the suspicion on. */
-static void confirm_blocked(session *s, blocked_entry *b, uint64_t cpu) {
-  uint64_t base = b->cpu_ns + b->seen_ns;
-  if (!had_samples(s, b->tid)) {
-    base = 0;
-    for (size_t i = 0; i < s->nat_start; i++)
-      if (s->at_start[i].tid == b->tid)
-        base = s->at_start[i].cpu_ns;
-  }
-  b->blocks = BLOCKS_YES;
-  b->cpu_ns = cpu;
-  b->seen_ns = 0;
-  if (cpu > base)
-    charge_blocked(s, b, cpu - base);
-}
-
-/* One thread: if it blocks SIGPROF, the CPU time it used since the last
- * check that no sample covered is charged to the synthetic frame.
- *
- * A mask that shows SIGPROF blocked is only a suspicion while sampling
- * runs: inside pprt's own handler (and from the kernel's signal delivery
- * up to the handler's first instruction, where the thread may be
- * preempted) SIGPROF is blocked as well. Taken at its word, a thread
- * sampled at 1000 Hz caught there had its unsampled tail charged at every
- * rescan for a second: 11% more samples than its CPU time allows, seen on
- * a loaded 2-core machine. A suspected thread is confirmed by the next
- * check (a second later) only if it still shows SIGPROF blocked and had no
- * sample in between; any sample clears it at once (update_known_blocked);
- * one that exits meanwhile without a sample is confirmed with its CPU time
- * at the last rescan. At stop (final), with the sources disarmed, the mask
- * is the truth. Confirmation charges the time since the suspicion, so
- * nothing is lost by the wait. */
-static void check_blocked_one_at(session *s, uint64_t tid, int final) {
-  if (tid == atomic_load(&s->reader_tid) || is_ignored(tid))
-    return; /* pprt's own: blocks everything, on purpose */
-  int blocks = 0;
-  uint64_t cpu = 0;
-  if (pprt__os_thread_blocks(tid, SIGPROF, &blocks) != 0)
-    return;
-  blocked_entry *b = find_blocked(s, tid);
-  if (b == NULL && !blocks)
-    return;
-  if (pprt__os_thread_cpu_ns(tid, &cpu) != 0)
-    return;
-  if (b == NULL) {
-    if (s->nblocked == s->blocked_cap) {
-      size_t ncap = s->blocked_cap ? 2 * s->blocked_cap : 16;
-      blocked_entry *n = realloc(s->blocked, ncap * sizeof *n);
-      if (n == NULL)
-        return;
-      s->blocked = n;
-      s->blocked_cap = ncap;
-    }
-    b = &s->blocked[s->nblocked++];
-    *b = (blocked_entry){tid, cpu, 0, 0, 0, cpu, BLOCKS_NO};
-  } else if (b->blocks == BLOCKS_SUSPECTED) {
-    if (blocks && (final || b->seen_ns == 0)) {
-      confirm_blocked(s, b, cpu);
-      return;
-    }
-    b->blocks = BLOCKS_NO;
-  } else {
-    update_blocked(s, b, cpu);
-    if (!blocks)
-      b->blocks = BLOCKS_NO;
-  }
-  if (blocks && b->blocks == BLOCKS_NO) {
-    b->blocks = BLOCKS_SUSPECTED;
-    b->cpu_ns = b->latest_ns = cpu;
-    b->seen_ns = 0;
-    if (final)
-      confirm_blocked(s, b, cpu);
-  }
-}
-
-static int check_blocked_one(uint64_t tid, void *ctx) {
-  check_blocked_one_at(ctx, tid, 0);
-  return 0;
-}
-
-static int check_blocked_final(uint64_t tid, void *ctx) {
-  check_blocked_one_at(ctx, tid, 1);
-  return 0;
-}
-
-/* Blocked now or at the last check: what its samples did not cover. */
-static void update_blocked(session *s, blocked_entry *b, uint64_t cpu) {
-  uint64_t used = cpu > b->cpu_ns ? cpu - b->cpu_ns : 0;
-  if (b->blocks == BLOCKS_YES && used > b->seen_ns)
-    charge_blocked(s, b, used - b->seen_ns);
-  b->cpu_ns = cpu;
-  b->seen_ns = 0;
-}
-
-/* Every thread's mask: once a second, as it costs a file read each. */
-static void check_blocked(session *s) {
-  pprt__os_thread_each(check_blocked_one, s);
-}
-
-/* The last word, at stop. */
-static void check_blocked_at_stop(session *s) {
-  pprt__os_thread_each(check_blocked_final, s);
-}
-
-/* The threads known or suspected to block: their CPU time, at every
- * rescan (a clock read each), so that one that exits loses little. */
-static void update_known_blocked(session *s) {
-  for (size_t i = 0; i < s->nblocked; i++) {
-    blocked_entry *b = &s->blocked[i];
-    uint64_t cpu;
-    if (b->blocks == BLOCKS_NO)
-      continue;
-    int alive = pprt__os_thread_cpu_ns(b->tid, &cpu) == 0;
-    if (b->blocks == BLOCKS_YES) {
-      if (alive)
-        update_blocked(s, b, cpu);
-    } else if (b->seen_ns > 0) {
-      b->blocks = BLOCKS_NO; /* sampled: the mask was read inside a handler */
-    } else if (alive) {
-      b->latest_ns = cpu;
-    } else {
-      confirm_blocked(s, b, b->latest_ns);
-    }
-  }
-}
-
-static int snapshot_one(uint64_t tid, void *ctx) {
-  session *s = ctx;
-  uint64_t cpu;
-  if (pprt__os_thread_cpu_ns(tid, &cpu) != 0)
-    return 0;
-  if (s->nat_start == s->at_start_cap) {
-    size_t ncap = s->at_start_cap ? 2 * s->at_start_cap : 16;
-    blocked_entry *n = realloc(s->at_start, ncap * sizeof *n);
-    if (n == NULL)
-      return 1;
-    s->at_start = n;
-    s->at_start_cap = ncap;
-  }
-  s->at_start[s->nat_start++] = (blocked_entry){.tid = tid, .cpu_ns = cpu};
-  return 0;
-}
-
 /* Whether thread tid has had a sample (every sample's thread is named). */
-static int had_samples(session *s, uint64_t tid) {
+int pprt__cpu_had_samples(session *s, uint64_t tid) {
   struct name_key k = {s, tid};
   return pprt__table_find(&s->name_index, pprt__hash_finish(tid), name_eq, &k) >= 0;
 }
@@ -840,7 +592,7 @@ static void take_record(session *s, const pprt__ring_record *rec) {
     return;
   uint64_t tid = rec->hdr[0];
   int64_t count = (int64_t)(rec->hdr[1] & 0xffffffffu);
-  uint64_t weight = blocked_saw_sample(s, tid, rec->hdr[2]);
+  uint64_t weight = pprt__cpu_blocked_saw_sample(s, tid, rec->hdr[2]);
   int64_t v[2] = {count, (int64_t)weight};
   const char *name = thread_name(s, tid);
   pprt__label labels[2 + PPRT__PROCESS_LABELS] = {{"thread_id", NULL, (int64_t)tid, "id"},
@@ -920,11 +672,11 @@ static void *reader_main(void *arg) {
     uint64_t now = pprt__os_monotonic_ns();
     if (now - s->last_blocked_check >= BLOCKED_CHECK_NS) {
       s->last_blocked_check = now;
-      check_blocked(s);
+      pprt__cpu_check_blocked(s);
     }
     if (now - s->last_rescan >= RESCAN_NS) {
       s->last_rescan = now;
-      update_known_blocked(s);
+      pprt__cpu_update_known_blocked(s);
       /* Tables for images dlopen'ed since (cheap when there are none). */
       if (s->unwinder == PPRT_UNWIND_CFI)
         pprt__cfi_refresh();
@@ -983,8 +735,10 @@ static void atfork_child(void) {
   }
 }
 
+static const pprt__fork_hooks fork_hooks = {atfork_prepare, atfork_parent, atfork_child};
+
 static void install_atfork(void) {
-  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  pprt__fork_register(PPRT__FORK_CPU, &fork_hooks);
 }
 
 static void session_free(session *s) {
@@ -1165,15 +919,17 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
   if (o.unwinder == PPRT_UNWIND_CFI)
     pprt__cfi_refresh();
 
+  session *s = calloc(1, sizeof *s);
+  if (s == NULL || (s->timers = calloc(SLOTS_CAP, sizeof *s->timers)) == NULL) {
+    free(s);
+    return -ENOMEM;
+  }
   pthread_mutex_lock(&g_control);
   if (atomic_load(&g_session) != NULL || g_busy) {
     pthread_mutex_unlock(&g_control);
+    free(s->timers);
+    free(s);
     return -EBUSY;
-  }
-  session *s = calloc(1, sizeof *s);
-  if (s == NULL) {
-    pthread_mutex_unlock(&g_control);
-    return -ENOMEM;
   }
   s->out = out;
   s->hz = o.hz;
@@ -1208,7 +964,7 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
     return rc;
   }
 
-  pprt__os_thread_each(snapshot_one, s);
+  pprt__os_thread_each(pprt__cpu_snapshot_one, s);
   atomic_store(&g_cookie, s->cookie);
   rc = pprt__sigprof_install(on_sigprof);
   if (rc == 0 && (rc = start_reader(s)) != 0)
@@ -1230,7 +986,7 @@ static int cpu_start(const pprt_cpu_options *opts, pprt_writer out) {
 
   /* The caller gets an alternate stack and known stack bounds (unless it
    * is pprt's own: registering would unblock SIGPROF on it). */
-  if (!is_ignored(pprt__thread_id()))
+  if (!pprt__cpu_is_ignored(pprt__thread_id()))
     pprt_thread_register();
 
   pthread_mutex_lock(&g_control);
@@ -1344,12 +1100,13 @@ static int cpu_stop(void) {
     pprt__os_process_timer_set(0);
   for (size_t i = 0; i < s->ntimers; i++)
     pprt__os_thread_timer_stop(&s->timers[i].timer);
-  atomic_store(&g_session, NULL);
+  atomic_store_explicit(&g_session, NULL, memory_order_seq_cst);
   g_busy = 1;
   pthread_mutex_unlock(&g_control);
 
-  /* Handlers that loaded the session before it was detached finish first. */
-  while (atomic_load_explicit(&g_inflight, memory_order_acquire) != 0)
+  /* Handlers that loaded the session before it was detached finish first
+   * (seq_cst: the other half of on_sigprof's pair). */
+  while (atomic_load_explicit(&g_inflight, memory_order_seq_cst) != 0)
     sched_yield();
   pthread_mutex_lock(&g_control);
   while (s->ntimers > 0)
@@ -1358,7 +1115,7 @@ static int cpu_stop(void) {
   pprt__ring_close(&s->ring);
   pthread_join(s->reader, NULL);
   /* The reader is done: the last word on threads that block SIGPROF. */
-  check_blocked_at_stop(s);
+  pprt__cpu_check_blocked_at_stop(s);
   /* A tick still pending now finds the program's latest action, or SIG_IGN
    * where that is SIG_DFL, and cannot kill the process (Go issue 19320). */
   int restored = pprt__sigprof_restore();

@@ -7,10 +7,16 @@
  * API; the heap profile.
  *
  * Recursion: everything here may allocate (the tables grow, the profile is
- * built). The thread's `busy` flag is set for the duration, so those
- * allocations pass through the hooks unsampled and nothing re-enters the
- * mutex. fork: atfork handlers take the mutex around fork and re-create it
- * in the child, which keeps sampling with the parent's records.
+ * built). Two per-thread flags keep that apart from the program's memory:
+ * `inside` is set while the thread is in the sampler's slow path or holds
+ * the mutex, and makes the hooks skip everything (nothing re-enters the
+ * mutex); `nosample` marks pprt's own threads and pprt's own allocations
+ * on the program's threads, which are not sampled, but whose frees and
+ * reallocs are still looked up: a writer callback, or pprt's writer thread,
+ * may free a block the program allocated, and that block must leave the
+ * profile (one flag for both lost those frees). fork: the mutex is the
+ * last in pprt's lock order (core/atfork.h), taken around fork and
+ * re-created in the child, which keeps sampling with the parent's records.
  */
 #include "core/heap.h"
 
@@ -21,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/atfork.h"
 #include "core/platform.h"
 #include "core/process.h"
 #include "core/profile.h"
@@ -37,7 +44,8 @@
 
 __thread int64_t pprt__heap_countdown __attribute__((tls_model("initial-exec")));
 static __thread uint64_t rng __attribute__((tls_model("initial-exec")));
-static __thread int busy __attribute__((tls_model("initial-exec")));
+static __thread int inside __attribute__((tls_model("initial-exec")));
+static __thread int nosample __attribute__((tls_model("initial-exec")));
 
 uint16_t pprt__heap_filter[1u << PPRT__HEAP_FILTER_BITS];
 atomic_uchar pprt__heap_summary[(1u << PPRT__HEAP_FILTER_BITS) / 8];
@@ -221,21 +229,43 @@ static int64_t draw(size_t rate) {
   return d > 9e18 ? INT64_MAX : (int64_t)d + 1;
 }
 
-static void atfork_prepare(void) {
+/* Takes the mutex with the thread marked inside, so that what it frees
+ * or allocates meanwhile does not come back for the mutex. Returns the
+ * previous mark for unlock_heap. */
+static int lock_heap(void) {
+  int was = inside;
+  inside = 1;
   pthread_mutex_lock(&g_lock);
+  return was;
+}
+
+static void unlock_heap(int was) {
+  pthread_mutex_unlock(&g_lock);
+  inside = was;
+}
+
+/* The forking thread holds the mutex from prepare to parent or child:
+ * another fork handler's free in between must not wait for it. */
+static int fork_was_inside;
+
+static void atfork_prepare(void) {
+  fork_was_inside = lock_heap();
 }
 
 static void atfork_parent(void) {
-  pthread_mutex_unlock(&g_lock);
+  unlock_heap(fork_was_inside);
 }
 
 static void atfork_child(void) {
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   g_lock = fresh;
+  inside = fork_was_inside;
 }
 
+static const pprt__fork_hooks fork_hooks = {atfork_prepare, atfork_parent, atfork_child};
+
 static void install_atfork(void) {
-  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  pprt__fork_register(PPRT__FORK_HEAP, &fork_hooks);
 }
 
 /* Records a sampled block: its stack from `frame` up, its bucket, its
@@ -260,7 +290,16 @@ static void record(void *ptr, size_t size, void *frame, enum pprt__heap_domain d
                            size, pcs, depth);
   pthread_mutex_lock(&g_lock);
   int64_t b = bucket_intern(pcs, depth, size);
-  if (b >= 0 && block_insert(block_key(ptr, d), size, (uint32_t)b) == 0) {
+  block *old = b >= 0 ? block_find(block_key(ptr, d)) : NULL;
+  if (old != NULL) {
+    /* Its free was never seen (a note's allocator that did not say): the
+     * address holds the new block now, so the old one is gone. One entry
+     * per address, or a later free would leave the other in use. */
+    g_buckets[old->bucket].frees++;
+    old->size = size;
+    old->bucket = (uint32_t)b;
+    g_buckets[b].allocs++;
+  } else if (b >= 0 && block_insert(block_key(ptr, d), size, (uint32_t)b) == 0) {
     g_buckets[b].allocs++;
     filter_add(ptr);
   }
@@ -268,11 +307,11 @@ static void record(void *ptr, size_t size, void *frame, enum pprt__heap_domain d
 }
 
 void pprt__heap_sample(void *ptr, size_t size, void *frame, enum pprt__heap_domain d) {
-  if (busy) {
+  if (inside || nosample) {
     pprt__heap_countdown = 1; /* decide again at the thread's next allocation */
     return;
   }
-  busy = 1;
+  inside = 1;
   size_t rate = atomic_load_explicit(&g_rate, memory_order_relaxed);
   if (rate == 0) {
     pprt__heap_countdown = OFF_RECHECK;
@@ -288,7 +327,7 @@ void pprt__heap_sample(void *ptr, size_t size, void *frame, enum pprt__heap_doma
     record(ptr, size, frame, d);
     pprt__heap_countdown = draw(rate);
   }
-  busy = 0;
+  inside = 0;
 }
 
 /* Under g_lock: takes the block's record out, updating its bucket. */
@@ -302,64 +341,61 @@ static int take_block(uint64_t key, const void *ptr, block *out) {
   return 1;
 }
 
+/* Also on pprt's own threads and with sampling paused: the block may be
+ * the program's (freed in a writer callback). Not from inside the slow
+ * path, which frees only pprt's memory. */
 void pprt__heap_forget(void *ptr, enum pprt__heap_domain d) {
-  if (busy)
-    return; /* pprt freeing its own memory: never sampled */
-  busy = 1;
+  if (inside)
+    return;
   block bl;
-  pthread_mutex_lock(&g_lock);
+  int was = lock_heap();
   int sampled = take_block(block_key(ptr, d), ptr, &bl);
   if (sampled)
     g_buckets[bl.bucket].frees++;
-  pthread_mutex_unlock(&g_lock);
+  unlock_heap(was);
   if (sampled)
     pprt__trace_free_sample(pprt__thread_id(), pprt__os_monotonic_ns(), (uint64_t)(uintptr_t)ptr);
-  busy = 0;
 }
 
 void pprt__heap_realloc_begin(void *ptr, pprt__heap_held *h) {
   h->held = 0;
-  if (ptr == NULL || busy || !pprt__heap_maybe_sampled(ptr))
+  if (ptr == NULL || inside || !pprt__heap_maybe_sampled(ptr))
     return;
-  busy = 1;
   block bl;
-  pthread_mutex_lock(&g_lock);
+  int was = lock_heap();
   if (take_block(block_key(ptr, PPRT__HEAP_MALLOC), ptr, &bl)) {
     h->ptr = ptr;
     h->size = bl.size;
     h->bucket = bl.bucket;
     h->held = 1;
   }
-  pthread_mutex_unlock(&g_lock);
-  busy = 0;
+  unlock_heap(was);
 }
 
 void pprt__heap_realloc_end(pprt__heap_held *h, int ok) {
   if (!h->held)
     return;
-  busy = 1;
-  pthread_mutex_lock(&g_lock);
+  int was = lock_heap();
   if (ok) {
     g_buckets[h->bucket].frees++; /* the old block is gone */
   } else if (block_insert(block_key(h->ptr, PPRT__HEAP_MALLOC), h->size, h->bucket) == 0) {
     filter_add(h->ptr);
   }
-  pthread_mutex_unlock(&g_lock);
-  busy = 0;
+  unlock_heap(was);
 }
 
 void pprt__heap_ignore_thread(void) {
-  busy = 1;
+  nosample = 1;
 }
 
 int pprt__heap_pause(void) {
-  int was = busy;
-  busy = 1;
+  int was = nosample;
+  nosample = 1;
   return was;
 }
 
 void pprt__heap_resume(int previous) {
-  busy = previous;
+  nosample = previous;
 }
 
 /* ---- the public API -------------------------------------------------------------------- */
@@ -412,7 +448,7 @@ int pprt_heap_write(pprt_writer out) {
 int pprt__heap_mark_take(pprt__heap_mark *m) {
   int was_busy = pprt__heap_pause();
   int rc = 0;
-  pthread_mutex_lock(&g_lock);
+  int was = lock_heap();
   m->n = g_nbuckets;
   m->counts = malloc((g_nbuckets ? g_nbuckets : 1) * 2 * sizeof *m->counts);
   if (m->counts == NULL) {
@@ -423,7 +459,7 @@ int pprt__heap_mark_take(pprt__heap_mark *m) {
     m->counts[2 * i] = g_buckets[i].allocs;
     m->counts[2 * i + 1] = g_buckets[i].frees;
   }
-  pthread_mutex_unlock(&g_lock);
+  unlock_heap(was);
   m->wall_ns = (int64_t)pprt__os_wall_ns();
   pprt__heap_resume(was_busy);
   return rc;
@@ -471,7 +507,7 @@ int pprt__heap_write_profile(pprt_writer out, const char *default_type,
     pprt__profile_add_comment(p, comment);
   }
 
-  pthread_mutex_lock(&g_lock);
+  int was = lock_heap();
   for (size_t i = 0; i < g_nbuckets && rc == 0; i++) {
     const bucket *b = &g_buckets[i];
     double s = scale_for(b->size, rate);
@@ -491,7 +527,7 @@ int pprt__heap_write_profile(pprt_writer out, const char *default_type,
     size_t nl = 1 + pprt__process_labels(l + 1);
     rc = pprt__profile_add(p, g_stacks + b->stack_off, b->depth, 0, v, l, nl);
   }
-  pthread_mutex_unlock(&g_lock);
+  unlock_heap(was);
 
   if (rc == 0)
     rc = pprt__profile_add_os_mappings(p);

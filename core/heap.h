@@ -94,12 +94,14 @@ void pprt__heap_realloc_begin(void *ptr, pprt__heap_held *h);
 void pprt__heap_realloc_end(pprt__heap_held *h, int ok);
 
 /* The calling thread's allocations are pprt's own from now on (the
- * reader and writer threads): never sampled. */
+ * reader and writer threads): never sampled. Its frees and reallocs are
+ * still looked up, since a writer callback may free the program's blocks. */
 void pprt__heap_ignore_thread(void);
 
 /* Around a public entry point that allocates pprt's own memory on the
  * program's thread (a session's ring and buffers, a profile being built):
- * pause returns the previous state for resume. */
+ * its allocations are not sampled, its frees still looked up. pause
+ * returns the previous state for resume. */
 int pprt__heap_pause(void);
 void pprt__heap_resume(int previous);
 

@@ -40,6 +40,7 @@
 
 #include <microhttpd.h>
 
+#include "core/atfork.h"
 #include "core/cpu.h"
 #include "core/heap.h"
 #include "core/http.h"
@@ -601,7 +602,8 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void init_once(void) {
   pthread_cond_init(&g_wake, NULL);
-  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  static const pprt__fork_hooks fork_hooks = {atfork_prepare, atfork_parent, atfork_child};
+  pprt__fork_register(PPRT__FORK_HTTP, &fork_hooks);
 }
 
 static int http_start(const pprt_http_options *opts) {

@@ -117,6 +117,15 @@ int pprt__os_thread_blocks(uint64_t tid, int sig, int *blocked);
  * microsecond). Not AS-safe. Errors: -ESRCH (gone), -ENOTSUP. */
 int pprt__os_thread_cpu_ns(uint64_t tid, uint64_t *ns);
 
+/* When thread tid of this process started, in units of the OS's choosing
+ * (Linux: starttime of /proc/self/task/<tid>/stat, clock ticks since boot):
+ * with the tid, it tells a thread from a later one that got the same id
+ * (a thread that ends unseen, its id reused before the profiler's next
+ * rescan, must not keep the timer of the one before). Never 0 on success.
+ * Not AS-safe. Errors: -ESRCH (gone), -ENOTSUP (FreeBSD, Darwin: the
+ * check is skipped there). */
+int pprt__os_thread_start_time(uint64_t tid, uint64_t *start);
+
 /* ---- reader wait/wake ------------------------------------------------------ */
 
 /* The wait between a ring buffer's reader and its writers. Two builds,

@@ -37,6 +37,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "core/atfork.h"
 #include "core/cpu.h"
 #include "core/platform.h"
 #include "core/sigmask.h"
@@ -270,8 +271,10 @@ static void atfork_child(void) {
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
+static const pprt__fork_hooks fork_hooks = {NULL, NULL, atfork_child};
+
 static void install_atfork(void) {
-  pthread_atfork(NULL, NULL, atfork_child);
+  pprt__fork_register(PPRT__FORK_SIGMASK, &fork_hooks);
 }
 
 void pprt__sigmask_init(void) {

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/atfork.h"
 #include "core/thread.h"
 
 static pprt__os_sigsave g_save;    /* the program's action; installed: pprt's is in */
@@ -59,8 +60,10 @@ static void fork_child_unlock(void) {
 
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
+static const pprt__fork_hooks fork_hooks = {NULL, NULL, fork_child_unlock};
+
 static void install_atfork(void) {
-  pthread_atfork(NULL, NULL, fork_child_unlock);
+  pprt__fork_register(PPRT__FORK_SIGPROF, &fork_hooks);
 }
 
 void pprt__sigprof_init(void) {

@@ -2,12 +2,10 @@
  * that turns them into generations, and the flight recorder.
  *
  * Divisions:
- *   memory         64 KiB chunks and the intern tables' arenas, from mmap so
+ *   memory         64 KiB chunks, from mmap so
  *                  that a thread (even in a signal handler, even inside
  *                  malloc) can get one without a lock;
- *   intern tables  strings and stacks to ids, lock-free, for the life of the
- *                  process: ids are global, each generation lists the ones
- *                  it uses;
+ *   (intern tables strings and stacks to ids: core/trace_intern.c);
  *   threads        one state per thread (initial-exec TLS pointer), kept in
  *                  a global list and reused after the thread exits;
  *   events         the write path: no lock, no atomic read-modify-write;
@@ -46,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/atfork.h"
 #include "core/heap.h"
 #include "core/platform.h"
 #include "core/syscalls.h"
@@ -53,6 +52,7 @@
 #include "core/thread.h"
 #include "core/trace.h"
 #include "core/trace_format.h"
+#include "core/trace_intern.h"
 #include "pprt.h"
 
 #define CHUNK_BYTES ((size_t)65536) /* one mapping: header + events */
@@ -78,12 +78,6 @@
 #define PAIR_TRIES 16
 #define PAIR_WIDTH_NS 250u
 #define QUIESCE_NS 10000000ull /* stop waits this long for events in flight */
-
-#define STR_SLOTS ((size_t)1 << 16)
-#define STACK_SLOTS ((size_t)1 << 16)
-#define STR_ARENA_LIMIT ((size_t)16 << 20)
-#define STACK_ARENA_LIMIT ((size_t)64 << 20)
-#define ARENA_BLOCK ((size_t)1 << 20)
 
 /* ---- memory ------------------------------------------------------------------------ */
 
@@ -132,142 +126,19 @@ static void chunk_free_list(chunk *c) {
   }
 }
 
-/* A bump allocator over mapped blocks, never freed: an entry, once
- * published, stays readable by any thread for the life of the process. */
-typedef struct ablock {
-  size_t cap;
-  _Atomic size_t used;
-  _Alignas(8) uint8_t data[];
-} ablock;
-
-typedef struct arena {
-  ablock *_Atomic cur;
-  _Atomic size_t mapped;
-  size_t limit;
-} arena;
-
-static void *arena_alloc(arena *a, size_t n) {
-  n = (n + 7) & ~(size_t)7;
-  for (;;) {
-    ablock *b = atomic_load_explicit(&a->cur, memory_order_acquire);
-    if (b) {
-      size_t off = atomic_fetch_add_explicit(&b->used, n, memory_order_relaxed);
-      if (off + n <= b->cap)
-        return b->data + off;
-    }
-    size_t size =
-        n + offsetof(ablock, data) > ARENA_BLOCK ? n + offsetof(ablock, data) : ARENA_BLOCK;
-    if (atomic_load_explicit(&a->mapped, memory_order_relaxed) + size > a->limit)
-      return NULL;
-    ablock *nb = map_zeroed(size);
-    if (nb == NULL)
-      return NULL;
-    nb->cap = size - offsetof(ablock, data);
-    atomic_init(&nb->used, n);
-    if (atomic_compare_exchange_strong_explicit(&a->cur, &b, nb, memory_order_acq_rel,
-                                                memory_order_acquire)) {
-      atomic_fetch_add_explicit(&a->mapped, size, memory_order_relaxed);
-      return nb->data;
-    }
-    munmap(nb, size); /* another thread installed a block first: use it */
-  }
-}
-
-/* ---- intern tables ---------------------------------------------------------------- */
-
-/* An interned key: a string's bytes (NUL-terminated) or a stack's pcs as
- * uint64_t words. */
-typedef struct ientry {
-  uint64_t hash;
-  uint32_t id;
-  uint32_t len; /* bytes */
-  _Alignas(8) uint8_t bytes[];
-} ientry;
-
-typedef struct itable {
-  ientry *_Atomic *slots;
-  ientry *_Atomic *by_id; /* [1, max_ids] */
-  size_t cap;             /* slots, a power of two */
-  uint32_t max_ids;
-  _Atomic uint32_t next_id;
-  arena ar;
-} itable;
-
-static itable g_strings, g_stacks;
-static pthread_once_t g_tables_once = PTHREAD_ONCE_INIT;
-static _Atomic int g_tables_ok;
-
-static int itable_init(itable *t, size_t cap, size_t arena_limit) {
-  t->cap = cap;
-  t->max_ids = (uint32_t)(cap / 4 * 3);
-  t->slots = calloc(cap, sizeof *t->slots);
-  t->by_id = calloc((size_t)t->max_ids + 1, sizeof *t->by_id);
-  t->ar.limit = arena_limit;
-  return t->slots && t->by_id ? 0 : -ENOMEM;
-}
-
-static void tables_init(void) {
-  /* pprt's memory, not the program's: the first pprt_thread_name may come
-   * before any trace, on a thread the heap sampler watches. */
-  int paused = pprt__heap_pause();
-  if (itable_init(&g_strings, STR_SLOTS, STR_ARENA_LIMIT) == 0 &&
-      itable_init(&g_stacks, STACK_SLOTS, STACK_ARENA_LIMIT) == 0)
-    atomic_store_explicit(&g_tables_ok, 1, memory_order_release);
-  pprt__heap_resume(paused);
-}
-
-static int tables_ready(void) {
-  pthread_once(&g_tables_once, tables_init);
-  return atomic_load_explicit(&g_tables_ok, memory_order_acquire) ? 0 : -ENOMEM;
-}
-
-/* The entry for key, inserted when new. NULL when the table or its arena
- * is full: the caller writes the key inline instead. Lock-free and AS-safe:
- * an insert that loses a race for a slot uses the winner's entry (its own
- * stays unused in the arena, and its id is never referenced). */
-static const ientry *itable_intern(itable *t, const void *key, uint32_t len, uint64_t hash) {
-  size_t mask = t->cap - 1;
-  ientry *mine = NULL;
-  for (size_t i = (size_t)hash & mask, n = 0; n < t->cap; i = (i + 1) & mask, n++) {
-    ientry *e = atomic_load_explicit(&t->slots[i], memory_order_acquire);
-    for (;;) {
-      if (e != NULL) {
-        if (e->hash == hash && e->len == len && memcmp(e->bytes, key, len) == 0)
-          return e;
-        break; /* someone else's key: probe on */
-      }
-      if (mine == NULL) {
-        uint32_t id = atomic_fetch_add_explicit(&t->next_id, 1, memory_order_relaxed) + 1;
-        if (id > t->max_ids)
-          return NULL;
-        mine = arena_alloc(&t->ar, sizeof *mine + len + 1);
-        if (mine == NULL)
-          return NULL;
-        mine->hash = hash;
-        mine->id = id;
-        mine->len = len;
-        memcpy(mine->bytes, key, len);
-        mine->bytes[len] = 0;
-        atomic_store_explicit(&t->by_id[id], mine, memory_order_release);
-      }
-      if (atomic_compare_exchange_strong_explicit(&t->slots[i], &e, mine, memory_order_acq_rel,
-                                                  memory_order_acquire))
-        return mine;
-      /* e now holds the winner: compare with it */
-    }
-  }
-  return NULL;
-}
-
-static const ientry *entry_by_id(itable *t, uint32_t id) {
-  if (id == 0 || id > t->max_ids)
-    return NULL;
-  return atomic_load_explicit(&t->by_id[id], memory_order_acquire);
-}
-
 /* ---- threads ----------------------------------------------------------------------- */
 
-enum { ST_FREE = 0, ST_LIVE = 1, ST_EXITED = 2 };
+/* A state's owner of the moment. Whoever frees a state's chunks first wins
+ * it with one CAS into ST_BUSY (from ST_EXITED: the writer, stop or the
+ * exiting thread itself; from ST_LIVE: stop), so no chunk is freed twice
+ * (stop and an exit handler both freeing a spare list was a double munmap
+ * and reads of unmapped memory). */
+enum { ST_FREE = 0, ST_LIVE = 1, ST_EXITED = 2, ST_BUSY = 3 };
+/* The status word: the state in the low 2 bits, above them a count of the
+ * state's reuses, so that a CAS from a status seen earlier fails once the
+ * state has gone to another thread meanwhile (ABA). */
+#define ST_OF(v) ((v)&3u)
+#define ST_WITH(v, st) (((v) & ~3u) | (unsigned)(st))
 
 typedef struct ncache {
   const char *ptr;
@@ -288,8 +159,8 @@ typedef struct tstate {
   /* Shared. */
   _Alignas(64) chunk *_Atomic returned; /* consumed chunks, writer -> owner */
   _Atomic uint64_t dropped;             /* events not recorded this session */
-  _Atomic int status;
-  _Atomic unsigned joined; /* session whose chunks start at first */
+  _Atomic unsigned status;              /* ST_OF() of it: see ST_WITH */
+  _Atomic unsigned joined;              /* session whose chunks start at first */
   chunk *first;
   uint64_t tid;
   _Atomic uint32_t name_id;
@@ -339,10 +210,10 @@ static void make_exit_key(void) {
 static tstate *attach(void) {
   tstate *t;
   for (t = atomic_load_explicit(&g_states, memory_order_acquire); t; t = t->next_all) {
-    int expect = ST_FREE;
-    if (atomic_load_explicit(&t->status, memory_order_relaxed) == ST_FREE &&
-        atomic_compare_exchange_strong_explicit(&t->status, &expect, ST_LIVE, memory_order_acquire,
-                                                memory_order_relaxed))
+    unsigned v = atomic_load_explicit(&t->status, memory_order_relaxed);
+    if (ST_OF(v) == ST_FREE &&
+        atomic_compare_exchange_strong_explicit(&t->status, &v, ST_WITH(v + 4, ST_LIVE),
+                                                memory_order_acquire, memory_order_relaxed))
       break;
   }
   if (t == NULL) {
@@ -561,7 +432,8 @@ static strarg str_prepare(const char *s) {
     s = "";
   size_t len = strnlen(s, PPRT__TRACE_MAX_STRING + 1);
   len = pprt__utf8_truncate(s, len, PPRT__TRACE_MAX_STRING);
-  const ientry *e = itable_intern(&g_strings, s, (uint32_t)len, pprt__hash_bytes(s, len));
+  const ientry *e =
+      pprt__itable_intern(&pprt__trace_strings, s, (uint32_t)len, pprt__hash_bytes(s, len));
   a.id = e ? e->id : 0;
   a.s = s;
   a.len = len;
@@ -577,7 +449,7 @@ static inline strarg str_cached(tstate *t, const char *s) {
     if (c->ptr == s && strcmp((const char *)c->e->bytes, s) == 0)
       return (strarg){c->e->id, s, c->e->len};
     strarg a = str_prepare(s);
-    const ientry *e = a.id ? entry_by_id(&g_strings, a.id) : NULL;
+    const ientry *e = a.id ? pprt__itable_entry(&pprt__trace_strings, a.id) : NULL;
     if (e) {
       c->ptr = s;
       c->e = e;
@@ -612,7 +484,8 @@ static stackarg stack_prepare(const uint64_t *pcs, size_t n) {
   if (n > PPRT__TRACE_MAX_FRAMES)
     n = PPRT__TRACE_MAX_FRAMES;
   size_t len = n * sizeof pcs[0];
-  const ientry *e = itable_intern(&g_stacks, pcs, (uint32_t)len, pprt__hash_bytes(pcs, len));
+  const ientry *e =
+      pprt__itable_intern(&pprt__trace_stacks, pcs, (uint32_t)len, pprt__hash_bytes(pcs, len));
   return (stackarg){e ? e->id : 0, pcs, n};
 }
 
@@ -833,7 +706,7 @@ void pprt_task_end(uint64_t id) {
 }
 
 int pprt_thread_name(const char *name) {
-  if (tables_ready() != 0)
+  if (pprt__trace_tables_ready() != 0)
     return -ENOMEM;
   pthread_once(&g_exit_key_once, make_exit_key);
   tstate *t = tls_state;
@@ -888,6 +761,69 @@ void pprt__trace_set_batch_limit(size_t bytes) {
   atomic_store_explicit(&g_batch_limit, bytes, memory_order_relaxed);
 }
 
+size_t pprt__trace_chunk_bytes(void) {
+  return atomic_load(&g_chunk_bytes);
+}
+
+/* Frees the chunks of t's list that come before `upto` (NULL: all of it),
+ * from where its session's writer stopped reading (or its start, when that
+ * writer never read it). Their events were not written: the writer gave up
+ * (end_generation's bound) or is gone. The caller owns t (ST_BUSY). */
+static void free_chain(tstate *t, chunk *upto) {
+  unsigned j = atomic_load_explicit(&t->joined, memory_order_relaxed);
+  chunk *c = j != 0 && t->wr_session == j ? t->rd : t->first;
+  while (c != NULL && c != upto) {
+    chunk *n = atomic_load_explicit(&c->next, memory_order_acquire);
+    chunk_free(c);
+    c = n;
+  }
+}
+
+/* An exited thread, its status seen as `seen`: frees all its chunks and
+ * the state, unless another reclaimer won it first. Its events are out
+ * (the writer drained them) or nobody will write them (no writer for its
+ * session). */
+static void reclaim(tstate *t, unsigned seen) {
+  unsigned v = seen;
+  if (ST_OF(seen) != ST_EXITED ||
+      !atomic_compare_exchange_strong_explicit(&t->status, &v, ST_WITH(seen, ST_BUSY),
+                                               memory_order_acquire, memory_order_relaxed))
+    return;
+  if (t->cur)
+    free_chain(t, NULL);
+  chunk_free_list(t->spare);
+  chunk_free_list(atomic_exchange_explicit(&t->returned, NULL, memory_order_acquire));
+  t->cur = t->first = t->rd = NULL;
+  t->spare = NULL;
+  t->pos = t->end = NULL;
+  t->wr_session = 0;
+  atomic_store_explicit(&t->joined, 0, memory_order_relaxed);
+  atomic_store_explicit(&t->status, ST_WITH(seen, ST_FREE), memory_order_release);
+}
+
+/* At stop, the writer gone, no slow path possible: a live thread keeps its
+ * current chunk (it may still be finishing an event in it) and loses the
+ * rest: what its list holds before it (left there when end_generation gave
+ * up, and counted against the budget ever after), its spares and the
+ * chunks given back. 0 when the thread is exiting meanwhile. */
+static int trim_live(tstate *t, unsigned seen, unsigned session_id) {
+  unsigned v = seen;
+  if (ST_OF(seen) != ST_LIVE ||
+      !atomic_compare_exchange_strong_explicit(&t->status, &v, ST_WITH(seen, ST_BUSY),
+                                               memory_order_seq_cst, memory_order_relaxed))
+    return 0;
+  if (atomic_load_explicit(&t->joined, memory_order_relaxed) == session_id && t->cur) {
+    free_chain(t, t->cur);
+    t->first = t->rd = t->cur;
+  }
+  chunk_free_list(t->spare);
+  t->spare = NULL;
+  chunk_free_list(atomic_exchange_explicit(&t->returned, NULL, memory_order_acquire));
+  t->wr_session = 0;
+  atomic_store_explicit(&t->status, seen, memory_order_release);
+  return 1;
+}
+
 /* The thread is exiting: record it, and hand its chunks to the writer (which
  * drains and frees them) or, with no writer, free them now. */
 static void on_thread_exit(void *arg) {
@@ -906,22 +842,29 @@ static void on_thread_exit(void *arg) {
     emit_simple(s, PPRT__EV_THREAD_END, 0, 0);
   }
   tls_state = NULL;
-  unsigned w = atomic_load_explicit(&g_writer_session, memory_order_acquire);
+  /* Exited first, then the writer looked at, both seq_cst, against stop's
+   * store of g_writer_session and load of the status (a store-buffering
+   * pair): either we see the writer gone and free our chunks, or stop sees
+   * us exited and frees them (a CAS decides which). A stop holding the
+   * state (ST_BUSY) lets go within a few munmaps. */
+  unsigned v = atomic_load_explicit(&t->status, memory_order_relaxed);
+  for (;;) {
+    if (ST_OF(v) == ST_BUSY) {
+      sched_yield();
+      v = atomic_load_explicit(&t->status, memory_order_relaxed);
+    } else if (ST_OF(v) != ST_LIVE) {
+      return; /* not a state this thread holds */
+    } else if (atomic_compare_exchange_weak_explicit(&t->status, &v, ST_WITH(v, ST_EXITED),
+                                                     memory_order_seq_cst, memory_order_relaxed)) {
+      break;
+    }
+  }
+  unsigned w = atomic_load_explicit(&g_writer_session, memory_order_seq_cst);
   if (w != 0 && atomic_load_explicit(&t->joined, memory_order_relaxed) == w) {
-    atomic_store_explicit(&t->status, ST_EXITED, memory_order_release);
-    wake_writer();
+    wake_writer(); /* it drains and frees them */
     return;
   }
-  /* No writer reads these chunks: they are ours to free. */
-  if (t->cur)
-    chunk_free(t->cur);
-  chunk_free_list(t->spare);
-  chunk_free_list(atomic_exchange_explicit(&t->returned, NULL, memory_order_acquire));
-  t->cur = NULL;
-  t->spare = NULL;
-  t->pos = t->end = NULL;
-  atomic_store_explicit(&t->joined, 0, memory_order_relaxed);
-  atomic_store_explicit(&t->status, ST_FREE, memory_order_release);
+  reclaim(t, ST_WITH(v, ST_EXITED));
 }
 
 /* ---- the writer -------------------------------------------------------------------------- */
@@ -940,12 +883,24 @@ static uint8_t *buf_reserve(buf *b, size_t n) {
   return b->p + b->len;
 }
 
-/* A kept generation of the flight recorder. */
+/* A kept generation of the flight recorder. Its bytes are shared with the
+ * snapshots being written (outside the session's locks), and freed by
+ * the last one to let go. */
+typedef struct gendata {
+  atomic_size_t refs;
+  uint8_t bytes[];
+} gendata;
+
 typedef struct genblob {
-  uint8_t *data;
+  gendata *data;
   size_t len;
   uint64_t end_ns;
 } genblob;
+
+static void gen_release(gendata *d) {
+  if (atomic_fetch_sub_explicit(&d->refs, 1, memory_order_acq_rel) == 1)
+    free(d);
+}
 
 /* What the writer knows of a thread id in this session. */
 typedef struct tinfo {
@@ -1024,19 +979,20 @@ typedef struct session {
 
 static pthread_mutex_t g_control = PTHREAD_MUTEX_INITIALIZER;
 static session *g_sess; /* under g_control */
+static int g_starting;  /* under g_control: a start is between its steps */
 static unsigned g_next_session;
 static pprt__trace_stats g_last_stats; /* under g_control */
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
 static void mark_string(session *s, uint32_t id) {
-  if (id == 0 || id > g_strings.max_ids || s->str_gen[id] == s->gen)
+  if (id == 0 || id > pprt__trace_strings.max_ids || s->str_gen[id] == s->gen)
     return;
   s->str_gen[id] = s->gen;
   s->str_list[s->nstr++] = id;
 }
 
 static void mark_stack(session *s, uint32_t id) {
-  if (id == 0 || id > g_stacks.max_ids || s->stack_gen[id] == s->gen)
+  if (id == 0 || id > pprt__trace_stacks.max_ids || s->stack_gen[id] == s->gen)
     return;
   s->stack_gen[id] = s->gen;
   s->stack_list[s->nstack++] = id;
@@ -1243,21 +1199,6 @@ static int drain(session *s, tstate *t, int all, int limited) {
   }
 }
 
-/* An exited thread whose chunks are all written: free them, free the state. */
-static void reclaim(tstate *t) {
-  chunk *c = t->cur;
-  if (c)
-    chunk_free(c);
-  chunk_free_list(t->spare);
-  chunk_free_list(atomic_exchange_explicit(&t->returned, NULL, memory_order_acquire));
-  t->cur = NULL;
-  t->spare = NULL;
-  t->pos = t->end = NULL;
-  t->wr_session = 0;
-  atomic_store_explicit(&t->joined, 0, memory_order_relaxed);
-  atomic_store_explicit(&t->status, ST_FREE, memory_order_release);
-}
-
 static void lost_add(session *s, uint64_t tid, uint64_t count) {
   if (PPRT__RESERVE(s->lost, s->lost_cap, s->nlost + 1) != 0) {
     /* Folded into the previous entry (there is one: the array starts with
@@ -1285,9 +1226,11 @@ static int drain_all(session *s, int all, int limited) {
   tstate *start = s->drain_next ? s->drain_next : head;
   tstate *t = start;
   for (;;) {
-    int st = atomic_load_explicit(&t->status, memory_order_acquire);
+    unsigned v = atomic_load_explicit(&t->status, memory_order_acquire);
+    unsigned st = ST_OF(v);
     int done = 1;
-    if (st != ST_FREE && atomic_load_explicit(&t->joined, memory_order_acquire) == s->id) {
+    if ((st == ST_LIVE || st == ST_EXITED) &&
+        atomic_load_explicit(&t->joined, memory_order_acquire) == s->id) {
       /* An exited thread wrote its last event before its status. */
       done = drain(s, t, all || st == ST_EXITED, limited);
       uint64_t d = atomic_load_explicit(&t->dropped, memory_order_relaxed);
@@ -1302,7 +1245,7 @@ static int drain_all(session *s, int all, int limited) {
       return 0;
     }
     if (st == ST_EXITED)
-      reclaim(t); /* everything it wrote is out */
+      reclaim(t, v); /* everything it wrote is out */
     t = t->next_all ? t->next_all : head;
     if (t == start)
       break;
@@ -1372,7 +1315,7 @@ static void write_stacks(session *s) {
   uint8_t tmp[PPRT__VARINT_MAX * (2 + 2 * PPRT__TRACE_MAX_FRAMES)];
   /* Names are marked as they are found, so the strings go after. */
   for (size_t i = 0; i < s->nstack; i++) {
-    const ientry *e = entry_by_id(&g_stacks, s->stack_list[i]);
+    const ientry *e = pprt__itable_entry(&pprt__trace_stacks, s->stack_list[i]);
     if (e == NULL)
       continue;
     size_t n = e->len / sizeof(uint64_t);
@@ -1397,7 +1340,7 @@ static void write_stacks(session *s) {
 static void write_strings(session *s) {
   size_t at = SIZE_MAX;
   for (size_t i = 0; i < s->nstr; i++) {
-    const ientry *e = entry_by_id(&g_strings, s->str_list[i]);
+    const ientry *e = pprt__itable_entry(&pprt__trace_strings, s->str_list[i]);
     if (e == NULL)
       continue;
     uint8_t hdr[2 * PPRT__VARINT_MAX];
@@ -1550,17 +1493,18 @@ static void new_sync_point(session *s) {
  * oldest ones beyond the budgets, always keeping the newest. */
 static void keep_generation(session *s) {
   genblob g = {NULL, s->gb.len, pprt__os_monotonic_ns()};
-  if (s->gb.oom || (g.data = malloc(g.len ? g.len : 1)) == NULL) {
+  if (s->gb.oom || (g.data = malloc(sizeof *g.data + g.len)) == NULL) {
     s->gb.len = 0;
     s->gb.oom = 0;
     return; /* the generation is lost: snapshots hold the others */
   }
-  memcpy(g.data, s->gb.p, g.len);
+  atomic_init(&g.data->refs, 1);
+  memcpy(g.data->bytes, s->gb.p, g.len);
   s->gb.len = 0;
   pthread_mutex_lock(&s->gens_mu);
   if (PPRT__RESERVE(s->gens, s->gens_cap, s->ngens + 1) != 0) {
     pthread_mutex_unlock(&s->gens_mu);
-    free(g.data);
+    gen_release(g.data);
     return;
   }
   s->gens[s->ngens++] = g;
@@ -1569,7 +1513,7 @@ static void keep_generation(session *s) {
   while (s->ngens - drop > 1 &&
          (s->gens_bytes > s->max_bytes || g.end_ns - s->gens[drop].end_ns > s->max_age_ns)) {
     s->gens_bytes -= s->gens[drop].len;
-    free(s->gens[drop].data);
+    gen_release(s->gens[drop].data);
     drop++;
   }
   memmove(s->gens, s->gens + drop, (s->ngens - drop) * sizeof *s->gens);
@@ -1616,7 +1560,8 @@ static void end_generation(session *s, int full) {
 /* 1 when a thread has sealed a chunk the writer has not taken. */
 static int sealed_waiting(session *s) {
   for (tstate *t = atomic_load_explicit(&g_states, memory_order_acquire); t; t = t->next_all) {
-    if (atomic_load_explicit(&t->status, memory_order_acquire) == ST_FREE ||
+    unsigned st = ST_OF(atomic_load_explicit(&t->status, memory_order_acquire));
+    if ((st != ST_LIVE && st != ST_EXITED) ||
         atomic_load_explicit(&t->joined, memory_order_acquire) != s->id)
       continue;
     chunk *c = t->wr_session == s->id ? t->rd : t->first;
@@ -1706,7 +1651,7 @@ static void session_free(session *s) {
   pprt__table_free(&s->pc_index);
   free(s->pcs);
   for (size_t i = 0; i < s->ngens; i++)
-    free(s->gens[i].data);
+    gen_release(s->gens[i].data);
   free(s->gens);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv);
@@ -1733,18 +1678,20 @@ static void atfork_child(void) {
   atomic_store(&g_writer_session, 0);
   atomic_store(&g_writer_waiting, 0);
   g_sess = NULL;
+  g_starting = 0;
   tstate *self = tls_state;
   for (tstate *t = atomic_load(&g_states); t; t = t->next_all) {
     atomic_store(&t->joined, 0);
     t->session = 0;
     t->wr_session = 0;
     atomic_store(&t->busy, 0);
-    if (t != self && atomic_load(&t->status) != ST_FREE) {
+    unsigned v = atomic_load(&t->status);
+    if (t != self && ST_OF(v) != ST_FREE) {
       /* Its chunks belong to a thread that does not exist here. */
       t->cur = NULL;
       t->spare = NULL;
       atomic_store(&t->returned, NULL);
-      atomic_store(&t->status, ST_FREE);
+      atomic_store(&t->status, ST_WITH(v, ST_FREE));
     }
   }
   pprt__thread_forget_id();
@@ -1752,8 +1699,10 @@ static void atfork_child(void) {
     self->tid = pprt__thread_id();
 }
 
+static const pprt__fork_hooks fork_hooks = {atfork_prepare, atfork_parent, atfork_child};
+
 static void install_atfork(void) {
-  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  pprt__fork_register(PPRT__FORK_TRACE, &fork_hooks);
 }
 
 typedef struct start_args {
@@ -1780,23 +1729,40 @@ static int start_writer(session *s) {
   return -rc;
 }
 
+/* Under g_control: frees s, gives the start reservation back. */
+static int start_failed(session *s, int rc) {
+  pthread_mutex_lock(&g_control);
+  g_starting = 0;
+  pthread_mutex_unlock(&g_control);
+  if (s)
+    session_free(s);
+  return rc;
+}
+
+/* The session is made and its header written outside g_control (the
+ * writer is the program's: never called under pprt's locks), with g_control
+ * held only to reserve the start and to publish the session. */
 static int session_start(const start_args *a) {
-  int rc = tables_ready();
+  int rc = pprt__trace_tables_ready();
   if (rc != 0)
     return rc;
   pthread_once(&g_exit_key_once, make_exit_key);
   pthread_once(&g_atfork_once, install_atfork);
 
   pthread_mutex_lock(&g_control);
-  if (g_sess != NULL) {
+  if (g_sess != NULL || g_starting) {
     pthread_mutex_unlock(&g_control);
     return -EBUSY;
   }
+  g_starting = 1;
+  if (++g_next_session == 0)
+    g_next_session = 1;
+  unsigned id = g_next_session;
+  pthread_mutex_unlock(&g_control);
+
   session *s = calloc(1, sizeof *s);
-  if (s == NULL) {
-    pthread_mutex_unlock(&g_control);
-    return -ENOMEM;
-  }
+  if (s == NULL)
+    return start_failed(NULL, -ENOMEM);
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   pthread_mutex_init(&s->gens_mu, NULL);
@@ -1807,20 +1773,15 @@ static int session_start(const start_args *a) {
   s->gen_bytes = a->gen_bytes;
   s->max_bytes = a->max_bytes;
   s->max_age_ns = a->max_age_ns;
-  s->str_gen = calloc((size_t)g_strings.max_ids + 1, sizeof *s->str_gen);
-  s->stack_gen = calloc((size_t)g_stacks.max_ids + 1, sizeof *s->stack_gen);
-  s->str_list = malloc(((size_t)g_strings.max_ids + 1) * sizeof *s->str_list);
-  s->stack_list = malloc(((size_t)g_stacks.max_ids + 1) * sizeof *s->stack_list);
+  s->str_gen = calloc((size_t)pprt__trace_strings.max_ids + 1, sizeof *s->str_gen);
+  s->stack_gen = calloc((size_t)pprt__trace_stacks.max_ids + 1, sizeof *s->stack_gen);
+  s->str_list = malloc(((size_t)pprt__trace_strings.max_ids + 1) * sizeof *s->str_list);
+  s->stack_list = malloc(((size_t)pprt__trace_stacks.max_ids + 1) * sizeof *s->stack_list);
   s->lost_cap = 16;
   s->lost = malloc(s->lost_cap * sizeof *s->lost);
-  if (!s->str_gen || !s->stack_gen || !s->str_list || !s->stack_list || !s->lost) {
-    session_free(s);
-    pthread_mutex_unlock(&g_control);
-    return -ENOMEM;
-  }
-  if (++g_next_session == 0)
-    g_next_session = 1;
-  s->id = g_next_session;
+  if (!s->str_gen || !s->stack_gen || !s->str_list || !s->stack_list || !s->lost)
+    return start_failed(s, -ENOMEM);
+  s->id = id;
   s->gen = 1;
   pprt__ticks_info clock = pprt__os_ticks_init();
   s->hz_exact = clock.hz;
@@ -1833,11 +1794,8 @@ static int session_start(const start_args *a) {
     uint8_t hdr[PPRT__TRACE_HEADER_LEN];
     file_header(hdr);
     rc = s->out.write(s->out.ctx, hdr, sizeof hdr);
-    if (rc != 0) {
-      session_free(s);
-      pthread_mutex_unlock(&g_control);
-      return rc;
-    }
+    if (rc != 0)
+      return start_failed(s, rc);
     s->stats.bytes = sizeof hdr;
   }
   atomic_store(&g_chunk_limit, a->buffer_limit);
@@ -1846,10 +1804,10 @@ static int session_start(const start_args *a) {
   rc = start_writer(s);
   if (rc != 0) {
     atomic_store(&g_writer_session, 0);
-    session_free(s);
-    pthread_mutex_unlock(&g_control);
-    return rc;
+    return start_failed(s, rc);
   }
+  pthread_mutex_lock(&g_control);
+  g_starting = 0;
   g_sess = s;
   atomic_store_explicit(&g_on, s->id, memory_order_seq_cst);
   pthread_mutex_unlock(&g_control);
@@ -1869,7 +1827,9 @@ static int session_stop_locked(session *s) {
            atomic_load_explicit(&t->busy, memory_order_relaxed) &&
            pprt__os_monotonic_ns() < deadline)
       sched_yield();
-  while (atomic_load_explicit(&g_slow, memory_order_acquire) != 0)
+  /* seq_cst: with the store to g_on above and slow_enter's pair, a
+   * store-buffering pattern (either we see its count or it sees g_on 0). */
+  while (atomic_load_explicit(&g_slow, memory_order_seq_cst) != 0)
     sched_yield();
 
   pthread_mutex_lock(&s->mu);
@@ -1877,20 +1837,20 @@ static int session_stop_locked(session *s) {
   pthread_mutex_unlock(&s->mu);
   poke_writer();
   pthread_join(s->thread, NULL);
-  atomic_store(&g_writer_session, 0);
+  atomic_store_explicit(&g_writer_session, 0, memory_order_seq_cst);
 
   /* No slow path can run for this session now: spare and consumed chunks
-   * are nobody's. Exited threads' states are free again. */
-  for (tstate *t = atomic_load_explicit(&g_states, memory_order_acquire); t; t = t->next_all) {
-    int st = atomic_load_explicit(&t->status, memory_order_acquire);
-    if (st == ST_EXITED) {
-      reclaim(t);
-    } else if (st == ST_LIVE) {
-      chunk_free_list(t->spare);
-      t->spare = NULL;
-      chunk_free_list(atomic_exchange_explicit(&t->returned, NULL, memory_order_acquire));
+   * are nobody's. Exited threads' states are free again. A thread exiting
+   * meanwhile is trimmed or reclaimed by us or by itself, never both. */
+  for (tstate *t = atomic_load_explicit(&g_states, memory_order_acquire); t; t = t->next_all)
+    for (;;) {
+      unsigned v = atomic_load_explicit(&t->status, memory_order_seq_cst);
+      if (ST_OF(v) == ST_EXITED)
+        reclaim(t, v);
+      else if (ST_OF(v) == ST_LIVE && !trim_live(t, v, s->id))
+        continue; /* it began to exit: look again */
+      break;
     }
-  }
   g_last_stats = s->stats;
   g_sess = NULL;
   int rc = s->err;
@@ -2009,26 +1969,45 @@ void pprt__trace_exec_prepare(void) {
   pthread_mutex_unlock(&g_control);
 }
 
+/* The generations are taken (a reference each) under the locks and
+ * written after: the program's writer never runs under pprt's locks, where
+ * one that allocates would wait for the heap sampler's lock in the wrong
+ * order (core/atfork.h). */
 int pprt_flight_write(pprt_writer out) {
   if (out.write == NULL)
     return -EINVAL;
+  int paused = pprt__heap_pause(); /* the copy is pprt's memory */
   pthread_mutex_lock(&g_control);
   session *s = g_sess;
   if (s == NULL || !s->flight) {
     pthread_mutex_unlock(&g_control);
+    pprt__heap_resume(paused);
     return -EPIPE;
   }
   advance_locked(s);
-  uint8_t hdr[PPRT__TRACE_HEADER_LEN];
-  file_header(hdr);
   /* The writer thread may drop old generations meanwhile, but not while we
    * hold gens_mu: the snapshot is a consistent run of generations. */
   pthread_mutex_lock(&s->gens_mu);
-  int rc = out.write(out.ctx, hdr, sizeof hdr);
-  for (size_t i = 0; rc == 0 && i < s->ngens; i++)
-    rc = out.write(out.ctx, s->gens[i].data, s->gens[i].len);
+  size_t n = s->ngens;
+  genblob *snap = malloc((n ? n : 1) * sizeof *snap);
+  for (size_t i = 0; snap && i < n; i++) {
+    snap[i] = s->gens[i];
+    atomic_fetch_add_explicit(&snap[i].data->refs, 1, memory_order_relaxed);
+  }
   pthread_mutex_unlock(&s->gens_mu);
   pthread_mutex_unlock(&g_control);
+  pprt__heap_resume(paused);
+  if (snap == NULL)
+    return -ENOMEM;
+  uint8_t hdr[PPRT__TRACE_HEADER_LEN];
+  file_header(hdr);
+  int rc = out.write(out.ctx, hdr, sizeof hdr);
+  for (size_t i = 0; i < n; i++) {
+    if (rc == 0)
+      rc = out.write(out.ctx, snap[i].data->bytes, snap[i].len);
+    gen_release(snap[i].data);
+  }
+  free(snap);
   return rc;
 }
 

@@ -62,6 +62,10 @@ int pprt__trace_advance(void);
  * afterwards. */
 void pprt__trace_set_batch_limit(size_t bytes);
 
+/* Bytes mapped by all threads' buffers now, as counted against the
+ * buffer limit (for tests: it comes back to what live threads hold). */
+size_t pprt__trace_chunk_bytes(void);
+
 /* What the last session that stopped did, for tests and benchmarks. */
 typedef struct pprt__trace_stats {
   uint64_t events_dropped; /* events threads could not record */

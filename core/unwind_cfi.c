@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/atfork.h"
 #include "core/cfi.h"
 #include "core/platform.h"
 #include "core/unwind.h"
@@ -225,8 +226,10 @@ static void atfork_child(void) {
 
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
+static const pprt__fork_hooks fork_hooks = {atfork_prepare, atfork_parent, atfork_child};
+
 static void install_atfork(void) {
-  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  pprt__fork_register(PPRT__FORK_CFI, &fork_hooks);
 }
 
 int pprt__cfi_refresh(void) {

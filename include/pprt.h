@@ -42,7 +42,9 @@ PPRT_API const char *pprt_strerror(int err);
 
 /* Where profiles and traces go. write() returns 0 when all len bytes were
  * taken, or a negative errno; pprt stops writing that output on error and
- * reports the error from the call that was writing. */
+ * reports the error from the call that was writing. pprt calls it with
+ * none of its locks held: it may allocate, and free the program's memory
+ * (the heap profile sees that free). */
 typedef struct pprt_writer {
   int (*write)(void *ctx, const void *data, size_t len);
   void *ctx;
@@ -254,8 +256,9 @@ PPRT_API int pprt_flight_start(const pprt_flight_options *opts);
 
 /* Writes a snapshot: ends the current generation, then writes a complete
  * trace file (header and the generations kept) to out, from the calling
- * thread. It decodes on its own. The recorder keeps running. -EPIPE when no
- * flight recorder runs; the writer's error. */
+ * thread. It decodes on its own. The recorder keeps running; a slow writer
+ * holds up neither it nor pprt_flight_stop. -EPIPE when no flight recorder
+ * runs; the writer's error. */
 PPRT_API int pprt_flight_write(pprt_writer out);
 
 /* Stops the flight recorder and frees what it kept. -EPIPE when none runs. */

@@ -60,6 +60,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/atfork.h"
 #include "core/cpu.h"
 #include "core/heap.h"
 #include "core/sigmask.h"
@@ -97,11 +98,40 @@ static int parse_int(const char *s, long lo, long hi, long *out) {
   return 0;
 }
 
-/* Opens path.<pid> (in out) for a process started from a profiled one.
- * A process that execs keeps its pid: the image before the exec may have
- * written there already (its trace up to the exec, a checkpoint), so a
- * later image takes path.<pid>.1, .2, ... instead of overwriting it; a file
- * left empty (an image that wrote nothing) is taken over. -1 with errno. */
+/* Creates a file whose name pprt made up (path.<pid>, path.tmp), which
+ * anyone who can write the directory can predict: new (O_EXCL), never
+ * through a symbolic link (O_NOFOLLOW), so a link or file planted there is
+ * not followed or truncated. A regular file of ours already there is
+ * replaced (a checkpoint cut short, a file left empty), unless keep_full
+ * and it holds something: then -1 with EBUSY. Anything else that has the
+ * name: -1 with EEXIST. */
+static int create_new(const char *path, int keep_full) {
+  int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = open(path, flags, 0644);
+  if (fd >= 0 || errno != EEXIST)
+    return fd;
+  struct stat st;
+  if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+    errno = EEXIST;
+    return -1;
+  }
+  if (keep_full && st.st_size > 0) {
+    errno = EBUSY;
+    return -1;
+  }
+  if (unlink(path) != 0) {
+    errno = EEXIST;
+    return -1;
+  }
+  return open(path, flags, 0644);
+}
+
+/* Opens path.<pid> (in out) for a process started from a profiled one,
+ * made new (create_new). A process that execs keeps its pid: the image
+ * before the exec may have written there already (its trace up to the
+ * exec, a checkpoint), so a later image takes path.<pid>.1, .2, ...
+ * instead of overwriting it; a file left empty (an image that wrote
+ * nothing) is taken over. -1 with errno. */
 static int open_own(char *out, size_t outlen) {
   size_t base = strlen(out);
   for (int n = 0; n < 100; n++) {
@@ -109,36 +139,38 @@ static int open_own(char *out, size_t outlen) {
       errno = ENAMETOOLONG;
       return -1;
     }
-    int fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0 || errno != EEXIST)
+    int fd = create_new(out, 1);
+    if (fd >= 0 || errno != EBUSY)
       return fd;
-    struct stat st;
-    if (lstat(out, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
-      return open(out, O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
   }
   errno = EEXIST;
   return -1;
 }
 
 /* Opens an output named by variable `var` (value `path`): a process that
- * inherited the variables from a profiled parent gets its own file. Returns
- * the descriptor, or -1 after saying why on stderr, ending with "not
- * <doing>". */
+ * inherited the variables from a profiled parent gets its own file, made
+ * new (open_own). The path itself is opened as named: the user may mean
+ * a link or a device (/dev/stdout). Returns the descriptor, or -1 after
+ * saying why on stderr, ending with "not <doing>". */
 static int open_output(const char *var, const char *path, char *out, size_t outlen,
                        const char *doing) {
   char me[32];
   snprintf(me, sizeof me, "%ld", (long)getpid());
   const char *owner = getenv("PPRT_OWNER_PID");
-  int n = owner && strcmp(owner, me) != 0 ? snprintf(out, outlen, "%s.%s", path, me)
-                                           : snprintf(out, outlen, "%s", path);
+  int derived = owner && strcmp(owner, me) != 0;
+  int n = derived ? snprintf(out, outlen, "%s.%s", path, me) : snprintf(out, outlen, "%s", path);
   if (n < 0 || (size_t)n >= outlen) {
     fprintf(stderr, "pprt: %s path too long; not %s\n", var, doing);
     return -1;
   }
-  int fd = owner && strcmp(owner, me) != 0
-               ? open_own(out, outlen)
-               : open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
+  int fd = derived ? open_own(out, outlen)
+                   : open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 && derived && errno == EEXIST)
+    fprintf(stderr,
+            "pprt: cannot open %s=%s: it exists and is not a file of ours (pprt makes this name "
+            "new, never through a link); not %s\n",
+            var, out, doing);
+  else if (fd < 0)
     fprintf(stderr, "pprt: cannot open %s=%s: %s; not %s\n", var, out, strerror(errno), doing);
   return fd;
 }
@@ -184,7 +216,7 @@ static int rewrite_begin(void *ctx, pprt_writer *out) {
   if (!r->regular)
     return -1;
   snprintf(r->tmp, sizeof r->tmp, "%s.tmp", r->path);
-  r->fd = open(r->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  r->fd = create_new(r->tmp, 0);
   if (r->fd < 0)
     return -1;
   *out = (pprt_writer){rewrite_write, r};
@@ -438,7 +470,8 @@ __attribute__((constructor)) static void preload_start(void) {
   if ((!cpu || !*cpu) && (!heap || !*heap) && (!trace || !*trace) && (!http || !*http))
     return;
   checkpoint_ms = checkpoint_setting();
-  pthread_atfork(NULL, NULL, stop_forked);
+  static const pprt__fork_hooks fork_hooks = {NULL, NULL, stop_forked};
+  pprt__fork_register(PPRT__FORK_PRELOAD, &fork_hooks);
   /* A setuid program must not write where its caller's environment says. */
   if (getuid() != geteuid() || getgid() != getegid()) {
     fprintf(stderr, "pprt: not profiling a setuid or setgid program\n");

@@ -38,6 +38,12 @@ int cli_read_file(const char *path, size_t max, uint8_t **data, size_t *len, cha
 /* Opens path for writing ("-" is stdout). NULL with errno on failure. */
 FILE *cli_open_output(const char *path);
 
+/* Creates a file whose name pprt made up (OUT.tmp), which others who can
+ * write the directory can predict: new (O_EXCL), never through a link
+ * (O_NOFOLLOW). A regular file of ours already there is replaced; anything
+ * else fails with EEXIST. NULL with errno on failure. */
+FILE *cli_create_new(const char *path);
+
 /* Parses a whole decimal number in [lo, hi]; 0 on success. */
 int cli_parse_long(const char *s, long long lo, long long hi, long long *out);
 

@@ -343,6 +343,8 @@ static volatile sig_atomic_t g_child;
 /* SIGINT and SIGQUIT as pprt found them: the program gets them back (a
  * program started in the background with them ignored keeps them so). */
 static struct sigaction g_old_int, g_old_quit;
+/* SIGTERM and SIGHUP as pprt found them, for the program. */
+static struct sigaction g_old_term, g_old_hup;
 
 /* A SIGTERM or SIGHUP meant for pprt goes to the program, which decides
  * what to do with it; pprt waits to write the summary. */
@@ -359,26 +361,52 @@ static double now_s(void) {
 
 /* Starts the program; on an exec failure reports it and returns its exit
  * code (126, 127), else 0 with *pid set. The exec error comes back through
- * a close-on-exec pipe: it stays empty when exec succeeds. */
+ * a close-on-exec pipe: it stays empty when exec succeeds.
+ *
+ * The forwarders of SIGTERM and SIGHUP are in place before the fork, with
+ * both signals blocked until the child's pid is known: one that came
+ * between the fork and their installation killed pprt and left the
+ * program running, orphaned. One that comes while they are blocked waits,
+ * and is forwarded once g_child is set. */
 static int spawn(char **argv, pid_t *pid) {
   int fds[2];
   if (pipe(fds) != 0 || fcntl(fds[0], F_SETFD, FD_CLOEXEC) != 0 ||
       fcntl(fds[1], F_SETFD, FD_CLOEXEC) != 0)
     return cli_error(CLI_ERECORD, "record", "pipe: %s", strerror(errno));
+  sigset_t fwd, old_mask;
+  sigemptyset(&fwd);
+  sigaddset(&fwd, SIGTERM);
+  sigaddset(&fwd, SIGHUP);
+  sigprocmask(SIG_BLOCK, &fwd, &old_mask);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = forward;
+  sigaction(SIGTERM, &sa, &g_old_term);
+  sigaction(SIGHUP, &sa, &g_old_hup);
   fflush(NULL);
   pid_t p = fork();
-  if (p < 0)
-    return cli_error(CLI_ERECORD, "record", "fork: %s", strerror(errno));
+  if (p < 0) {
+    int e = errno;
+    sigaction(SIGTERM, &g_old_term, NULL);
+    sigaction(SIGHUP, &g_old_hup, NULL);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    return cli_error(CLI_ERECORD, "record", "fork: %s", strerror(e));
+  }
   if (p == 0) {
     close(fds[0]);
     sigaction(SIGINT, &g_old_int, NULL);
     sigaction(SIGQUIT, &g_old_quit, NULL);
+    sigaction(SIGTERM, &g_old_term, NULL);
+    sigaction(SIGHUP, &g_old_hup, NULL);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     execvp(argv[0], argv);
     int e = errno;
     ssize_t w = write(fds[1], &e, sizeof e);
     (void)w;
     _exit(127);
   }
+  g_child = p;
+  sigprocmask(SIG_SETMASK, &old_mask, NULL);
   close(fds[1]);
   int e = 0;
   ssize_t n;
@@ -387,6 +415,7 @@ static int spawn(char **argv, pid_t *pid) {
   while (n < 0 && errno == EINTR);
   close(fds[0]);
   if (n == (ssize_t)sizeof e) {
+    g_child = 0; /* its pid is free again once reaped */
     waitpid(p, NULL, 0);
     if (e == ENOENT)
       return cli_error(CLI_ENOTFOUND, "record", "%s: %s", argv[0],
@@ -740,18 +769,14 @@ int cli_cmd_record(int argc, char **argv) {
   rc = spawn(o.argv, &pid);
   if (rc != CLI_OK)
     return rc;
-  g_child = pid;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = forward;
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
 
   int status = 0;
   struct rusage ru;
   memset(&ru, 0, sizeof ru);
   int live = !o.quiet && isatty(STDERR_FILENO);
-  if (wait_child(pid, live, start, &status, &ru) != 0)
+  int waited = wait_child(pid, live, start, &status, &ru);
+  g_child = 0; /* reaped: its pid may be another process's now */
+  if (waited != 0)
     return cli_error(CLI_ERECORD, "record", "waiting for %s: %s", o.argv[0], strerror(errno));
   double wall = now_s() - start;
   double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +

@@ -139,7 +139,14 @@ int cli_cmd_trace(int argc, char **argv) {
   char tmp[4096] = "";
   if (export && strcmp(outpath, "-") != 0) {
     snprintf(tmp, sizeof tmp, "%s.tmp", outpath);
-    out = fopen(tmp, "w");
+    out = cli_create_new(tmp); /* a predictable name: never through a link */
+    if (out == NULL && errno == EEXIST) {
+      rc = cli_error(CLI_EFAIL, cmd,
+                     "%s: cannot write: %s exists and is not a file of ours (pprt makes it "
+                     "new, never through a link)",
+                     outpath, tmp);
+      goto done;
+    }
     if (out == NULL) {
       rc = cli_error(CLI_EFAIL, cmd, "%s: cannot write: %s", outpath, strerror(errno));
       goto done;

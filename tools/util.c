@@ -2,10 +2,12 @@
  * whole input file, opening an output, parsing options and numbers, and
  * printing values in a profile's unit. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tools/cli.h"
 
@@ -87,6 +89,27 @@ FILE *cli_open_output(const char *path) {
   if (strcmp(path, "-") == 0)
     return stdout;
   return fopen(path, "w");
+}
+
+FILE *cli_create_new(const char *path) {
+  int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = open(path, flags, 0644);
+  if (fd < 0 && errno == EEXIST) {
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && unlink(path) == 0)
+      fd = open(path, flags, 0644);
+    else
+      errno = EEXIST;
+  }
+  if (fd < 0)
+    return NULL;
+  FILE *f = fdopen(fd, "w");
+  if (f == NULL) {
+    int e = errno;
+    close(fd);
+    errno = e;
+  }
+  return f;
 }
 
 int cli_parse_long(const char *s, long long lo, long long hi, long long *out) {

@@ -1,0 +1,41 @@
+/* pprt's one set of fork handlers (see atfork.c). */
+#ifndef PPRT_CORE_ATFORK_H
+#define PPRT_CORE_ATFORK_H
+
+/* The components that take part, in lock order: a thread that holds one
+ * component's lock may take the lock of a component below it, never of one
+ * above. The fork's prepare step takes them in this order, the parent and
+ * child steps run in the reverse order. Why this order:
+ *   preload  the preload library writes the heap profile under its lock
+ *            (only reset in the child);
+ *   http     starts and stops profiles and traces under its own lock;
+ *   trace    its writer thread allocates and frees under the trace's locks;
+ *   cpu      starts threads' timers under its lock (no allocation there);
+ *   sigprof  a spin lock around SIGPROF's action, only reset in the child,
+ *            before the CPU profiler's child step restores that action;
+ *   cfi      builds unwind tables (allocates, frees) under its lock;
+ *   heap     a leaf: nothing is called under it that takes a pprt lock;
+ *   sigmask  per-thread state only, reset in the child. */
+enum pprt__fork_rank {
+  PPRT__FORK_PRELOAD,
+  PPRT__FORK_HTTP,
+  PPRT__FORK_TRACE,
+  PPRT__FORK_CPU,
+  PPRT__FORK_SIGPROF,
+  PPRT__FORK_CFI,
+  PPRT__FORK_HEAP,
+  PPRT__FORK_SIGMASK,
+  PPRT__FORK_NRANKS
+};
+
+typedef struct pprt__fork_hooks {
+  void (*prepare)(void); /* takes the component's locks; may be NULL */
+  void (*parent)(void);  /* releases them; may be NULL */
+  void (*child)(void);   /* leaves the child consistent; may be NULL */
+} pprt__fork_hooks;
+
+/* Makes `hooks` (static storage) run at every fork from now on, in `rank`'s
+ * place. Registering a rank again replaces its hooks. */
+void pprt__fork_register(enum pprt__fork_rank rank, const pprt__fork_hooks *hooks);
+
+#endif /* PPRT_CORE_ATFORK_H */
