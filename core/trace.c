@@ -48,6 +48,7 @@
 
 #include "core/heap.h"
 #include "core/platform.h"
+#include "core/symbolize.h"
 #include "core/table.h"
 #include "core/thread.h"
 #include "core/trace.h"
@@ -998,7 +999,7 @@ typedef struct session {
   tstate *drain_next; /* where the next drain starts */
 
   /* Names for pcs. */
-  pprt__os_symbolizer *sym;
+  pprt__symbolizer *sym;
   int sym_tried;
   pprt__table pc_index;
   pc_name *pcs;
@@ -1321,14 +1322,15 @@ static uint32_t frame_name(session *s, uint64_t pc, size_t i) {
     return s->pcs[idx].name_id;
   if (!s->sym_tried) {
     s->sym_tried = 1;
-    if (pprt__os_symbolizer_open(&s->sym) != 0)
+    if (pprt__symbolizer_open(&s->sym, PPRT_SYMBOLIZE_DEFAULT) != 0)
       s->sym = NULL;
   }
   uint32_t id = 0;
-  const char *name;
-  uintptr_t off;
-  if (s->sym && pprt__os_symbolize(s->sym, (uintptr_t)addr, &name, &off) == 0) {
-    strarg a = str_prepare(name);
+  pprt__frame fr[PPRT__MAX_FRAMES];
+  unsigned flags;
+  size_t n = s->sym ? pprt__symbolizer_frames(s->sym, addr, fr, PPRT__MAX_FRAMES, &flags) : 0;
+  if (n > 0) {
+    strarg a = str_prepare(fr[n - 1].name); /* the function the code is in */
     id = a.id;
   }
   if (PPRT__RESERVE(s->pcs, s->pcs_cap, s->npcs + 1) == 0 &&
@@ -1687,7 +1689,7 @@ static void session_free(session *s) {
   free(s->threads);
   pprt__table_free(&s->thread_index);
   free(s->lost);
-  pprt__os_symbolizer_close(s->sym);
+  pprt__symbolizer_close(s->sym);
   pprt__table_free(&s->pc_index);
   free(s->pcs);
   for (size_t i = 0; i < s->ngens; i++)

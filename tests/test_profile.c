@@ -47,14 +47,45 @@ static pprt_writer mem_writer(membuf *m) {
 static const pprt__value_type cpu_types[2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
 static const pprt__value_type cpu_period = {"cpu", "nanoseconds"};
 
-/* Names addresses in [0x10000, 0x20000) as fn_<addr / 0x100>. */
-static const char *fake_sym(void *ctx, uint64_t addr) {
+/* Names addresses in [0x10000, 0x20000) as fn_<addr / 0x100>, in app.c at
+ * line (addr & 0xff) + 1, as if from debug information. */
+static size_t fake_sym(void *ctx, uint64_t addr, pprt__frame *out, size_t max, unsigned *flags) {
   static char buf[64];
   (*(int *)ctx)++;
-  if (addr < 0x10000 || addr >= 0x20000)
-    return NULL;
+  *flags = 0;
+  if (addr < 0x10000 || addr >= 0x20000 || max == 0)
+    return 0;
   snprintf(buf, sizeof buf, "fn_%llx", (unsigned long long)(addr / 0x100));
-  return buf;
+  out[0] = (pprt__frame){buf, NULL, "/src/app.c", (int64_t)(addr & 0xff) + 1, 1};
+  *flags = PPRT__FRAMES_DWARF;
+  return 1;
+}
+
+/* Like a symbolizer over a binary without debug information: names only. */
+static size_t names_only(void *ctx, uint64_t addr, pprt__frame *out, size_t max,
+                         unsigned *flags) {
+  (void)ctx;
+  *flags = 0;
+  if (max == 0)
+    return 0;
+  out[0] = (pprt__frame){addr < 0x10200 ? "low" : "high", NULL, NULL, 0, 0};
+  return 1;
+}
+
+/* 0x10150 is in leaf(), inlined into middle() at line 20, itself inlined
+ * into outer() at line 30 (a C++ function: mangled system name). */
+static size_t inline_sym(void *ctx, uint64_t addr, pprt__frame *out, size_t max,
+                         unsigned *flags) {
+  (*(int *)ctx)++;
+  *flags = PPRT__FRAMES_DWARF;
+  if (addr == 0x10150 && max >= 3) {
+    out[0] = (pprt__frame){"leaf", NULL, "/src/a.h", 7, 5};
+    out[1] = (pprt__frame){"middle", NULL, "/src/a.h", 20, 18};
+    out[2] = (pprt__frame){"ns::outer(int)", "_ZN2ns5outerEi", "/src/a.cc", 30, 28};
+    return 3;
+  }
+  out[0] = (pprt__frame){"main", NULL, "/src/main.c", 4, 2};
+  return 1;
 }
 
 static Pprt__Profile *write_and_decode(pprt__profile *p, pprt__symbolize_fn sym, void *ctx) {
@@ -286,6 +317,75 @@ static void test_labels_split_samples(void **state) {
   assert_int_equal(prof->n_sample, 4);
   assert_int_equal(prof->sample[0]->value[0], 2);
   assert_int_equal(prof->n_location, 1);
+  pprt__profile_decoded_free(prof);
+  pprt__profile_free(p);
+}
+
+/* Inline frames: one Location with its Lines innermost first, Functions
+ * with names, system names, files and first lines, and every mapping flag
+ * true when every location has them. A second write asks nothing again. */
+static void test_inline_frames_and_lines(void **state) {
+  (void)state;
+  pprt__profile *p;
+  assert_int_equal(pprt__profile_new(&p, cpu_types, 2, cpu_period, 1), 0);
+  pprt__mapping_info mm = {0x10000, 0x20000, 0, "/bin/x", "ff"};
+  assert_int_equal(pprt__profile_add_mapping(p, &mm), 0);
+  uintptr_t pcs[2] = {0x10150, 0x10401};
+  int64_t v[2] = {1, 1};
+  assert_int_equal(pprt__profile_add(p, pcs, 2, PPRT__STACK_LEAF_EXACT, v, NULL, 0), 0);
+  int calls = 0;
+  Pprt__Profile *prof = write_and_decode(p, inline_sym, &calls);
+  assert_int_equal(calls, 2);
+  const Pprt__Mapping *m = prof->mapping[0];
+  assert_true(m->has_functions && m->has_filenames && m->has_line_numbers &&
+              m->has_inline_frames);
+  const Pprt__Location *l = loc(prof, prof->sample[0]->location_id[0]);
+  assert_int_equal(l->address, 0x10150);
+  assert_int_equal(l->n_line, 3);
+  const char *want[3] = {"leaf", "middle", "ns::outer(int)"};
+  const char *file[3] = {"/src/a.h", "/src/a.h", "/src/a.cc"};
+  int64_t line[3] = {7, 20, 30}, start[3] = {5, 18, 28};
+  for (int i = 0; i < 3; i++) {
+    const Pprt__Function *f = func(prof, l->line[i]->function_id);
+    assert_string_equal(str(prof, f->name), want[i]);
+    assert_string_equal(str(prof, f->filename), file[i]);
+    assert_int_equal(f->start_line, start[i]);
+    assert_int_equal(l->line[i]->line, line[i]);
+  }
+  assert_string_equal(str(prof, func(prof, l->line[2]->function_id)->system_name),
+                      "_ZN2ns5outerEi");
+  assert_string_equal(str(prof, func(prof, l->line[0]->function_id)->system_name), "leaf");
+  /* the caller: a return address, looked up (and shown) at pc - 1 */
+  assert_int_equal(loc(prof, prof->sample[0]->location_id[1])->address, 0x10400);
+  pprt__profile_decoded_free(prof);
+  prof = write_and_decode(p, inline_sym, &calls);
+  assert_int_equal(calls, 2); /* each location was symbolized once */
+  assert_int_equal(loc(prof, prof->sample[0]->location_id[0])->n_line, 3);
+  pprt__profile_decoded_free(prof);
+  pprt__profile_free(p);
+}
+
+/* Names without lines (no debug information): every flag stays false, so
+ * pprof may still symbolize the mapping from the binary; the names are
+ * written. */
+static void test_names_without_lines_leave_flags_false(void **state) {
+  (void)state;
+  pprt__profile *p;
+  assert_int_equal(pprt__profile_new(&p, cpu_types, 2, cpu_period, 1), 0);
+  pprt__mapping_info mm = {0x10000, 0x20000, 0, "/bin/x", "ff"};
+  assert_int_equal(pprt__profile_add_mapping(p, &mm), 0);
+  uintptr_t pcs[2] = {0x10100, 0x10301};
+  int64_t v[2] = {1, 1};
+  assert_int_equal(pprt__profile_add(p, pcs, 2, PPRT__STACK_LEAF_EXACT, v, NULL, 0), 0);
+  Pprt__Profile *prof = write_and_decode(p, names_only, NULL);
+  const Pprt__Mapping *m = prof->mapping[0];
+  assert_false(m->has_functions || m->has_filenames || m->has_line_numbers ||
+               m->has_inline_frames);
+  assert_string_equal(loc_name(prof, prof->sample[0]->location_id[0]), "low");
+  assert_string_equal(loc_name(prof, prof->sample[0]->location_id[1]), "high");
+  const Pprt__Location *l = loc(prof, prof->sample[0]->location_id[0]);
+  assert_int_equal(l->line[0]->line, 0);
+  assert_int_equal(func(prof, l->line[0]->function_id)->filename, 0);
   pprt__profile_decoded_free(prof);
   pprt__profile_free(p);
 }
@@ -545,6 +645,8 @@ int main(void) {
       cmocka_unit_test(test_default_type_and_empty_stack),
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_writer_error_is_returned),
+      cmocka_unit_test(test_inline_frames_and_lines),
+      cmocka_unit_test(test_names_without_lines_leave_flags_false),
       cmocka_unit_test(test_decoder_rejects_non_profiles),
       cmocka_unit_test(test_decoder_names_each_broken_rule),
   };

@@ -1,0 +1,220 @@
+/* Source lines and inline frames from DWARF through elfutils' libdw: the
+ * source-lines reader of core/platform.h on Linux and FreeBSD.
+ *
+ * Divisions: the images (a snapshot of the loaded objects, each given its
+ * own libdwfl session the first time an address falls in it, so an image
+ * nobody sampled costs nothing); the lookup (the compilation unit and line
+ * table for an address, then the DIE scopes around it for the inline chain).
+ *
+ * libdwfl rather than libdw alone because it does the finding: separate
+ * debug files by build id under each debug directory and by .gnu_debuglink,
+ * compressed sections, and a file's own bias. Runs at write time only (the
+ * CPU reader, heap and trace writers), never in a signal handler.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+
+#include "core/platform.h"
+#include "platform/posix/elf.h"
+
+/* ---- images -------------------------------------------------------------------- */
+
+typedef struct lines_image {
+  Dwfl *dwfl;
+  Dwfl_Module *mod;
+  int tried; /* dwfl is set up, or setting it up failed once */
+} lines_image;
+
+struct pprt__os_lines {
+  pprt__elf_snapshot snap;
+  lines_image *img; /* parallel to snap.obj */
+  char *debuginfo_path;
+  Dwfl_Callbacks cb;
+  size_t last; /* the image of the previous address, + 1 */
+};
+
+/* Where libdwfl looks for separate debug files: the caller's directories,
+ * then its default (the file's own directory, its .debug subdirectory and
+ * /usr/lib/debug). Absolute entries are searched by build id too. */
+static char *debug_path(const char *dirs) {
+  static const char system_dirs[] = ":.debug:/usr/lib/debug";
+  size_t n = dirs && *dirs ? strlen(dirs) + 1 : 0;
+  char *p = malloc(n + sizeof system_dirs);
+  if (p == NULL)
+    return NULL;
+  if (n) {
+    memcpy(p, dirs, n - 1);
+    p[n - 1] = ':';
+  }
+  memcpy(p + n, system_dirs, sizeof system_dirs);
+  /* A leading '+' or '-' would be read as libdwfl's checksum flag. */
+  if (p[0] == '+' || p[0] == '-')
+    p[0] = ':';
+  return p;
+}
+
+int pprt__os_lines_open(pprt__os_lines **out, const char *debug_dirs) {
+  *out = NULL;
+  pprt__os_lines *l = calloc(1, sizeof *l);
+  if (l == NULL)
+    return -ENOMEM;
+  int rc = pprt__elf_snapshot_take(&l->snap);
+  if (rc != 0) {
+    free(l);
+    return rc;
+  }
+  l->img = calloc(l->snap.n ? l->snap.n : 1, sizeof *l->img);
+  l->debuginfo_path = debug_path(debug_dirs);
+  if (l->img == NULL || l->debuginfo_path == NULL) {
+    pprt__os_lines_close(l);
+    return -ENOMEM;
+  }
+  l->cb.find_elf = dwfl_build_id_find_elf;
+  l->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+  l->cb.section_address = dwfl_offline_section_address;
+  l->cb.debuginfo_path = &l->debuginfo_path;
+  *out = l;
+  return 0;
+}
+
+void pprt__os_lines_close(pprt__os_lines *l) {
+  if (l == NULL)
+    return;
+  for (size_t i = 0; l->img && i < l->snap.n; i++)
+    if (l->img[i].dwfl)
+      dwfl_end(l->img[i].dwfl);
+  free(l->img);
+  free(l->debuginfo_path);
+  pprt__elf_snapshot_free(&l->snap);
+  free(l);
+}
+
+static int object_holds(const pprt__elf_object *obj, uintptr_t addr) {
+  for (size_t j = 0; j < obj->phnum; j++) {
+    const pprt__elf_phdr *ph = &obj->phdr[j];
+    uintptr_t start = obj->bias + (uintptr_t)ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && addr - start < (uintptr_t)ph->p_memsz)
+      return 1;
+  }
+  return 0;
+}
+
+/* The libdwfl module of the image holding addr, set up on first use; NULL
+ * for an address in no image, the vDSO (no file) or a file libdwfl refuses. */
+static Dwfl_Module *module_for(pprt__os_lines *l, uintptr_t addr) {
+  size_t i = l->last;
+  if (i == 0 || !object_holds(&l->snap.obj[i - 1], addr)) {
+    for (i = 1; i <= l->snap.n && !object_holds(&l->snap.obj[i - 1], addr); i++)
+      ;
+    if (i > l->snap.n)
+      return NULL;
+    l->last = i;
+  }
+  const pprt__elf_object *obj = &l->snap.obj[i - 1];
+  lines_image *img = &l->img[i - 1];
+  if (!img->tried) {
+    img->tried = 1;
+    if (obj->file == NULL)
+      return NULL;
+    /* The bytes come from obj->file (/proc/self/exe for a main executable
+     * deleted or replaced since it started); the name from its real path,
+     * where a .gnu_debuglink file is looked for. */
+    int fd = open(obj->file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return NULL;
+    img->dwfl = dwfl_begin(&l->cb);
+    if (img->dwfl == NULL) {
+      close(fd);
+      return NULL;
+    }
+    dwfl_report_begin(img->dwfl);
+    /* add_p_vaddr: the module starts at bias + its first p_vaddr, which
+     * keeps a prelinked library right too. fd is the module's from here. */
+    img->mod = dwfl_report_elf(img->dwfl, obj->path, obj->path, fd, obj->bias, true);
+    if (img->mod == NULL)
+      close(fd);
+    dwfl_report_end(img->dwfl, NULL, NULL);
+  }
+  return img->mod;
+}
+
+/* ---- lookup ------------------------------------------------------------------------ */
+
+/* The name a function is linked under (C++ mangled), else its source name,
+ * following DW_AT_abstract_origin and DW_AT_specification. */
+static const char *die_name(Dwarf_Die *die) {
+  Dwarf_Attribute attr;
+  const char *name = NULL;
+  if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+      dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+    name = dwarf_formstring(&attr);
+  if (name == NULL && dwarf_attr_integrate(die, DW_AT_name, &attr))
+    name = dwarf_formstring(&attr);
+  return name;
+}
+
+static int die_udata(Dwarf_Die *die, unsigned at, Dwarf_Word *out) {
+  Dwarf_Attribute attr;
+  return dwarf_attr(die, at, &attr) != NULL && dwarf_formudata(&attr, out) == 0;
+}
+
+int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *out, size_t max) {
+  Dwfl_Module *mod = module_for(l, addr);
+  if (mod == NULL || max == 0)
+    return 0;
+  Dwarf_Addr bias;
+  Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+  if (cu == NULL)
+    return 0;
+  const char *file = NULL;
+  int line = 0;
+  Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
+  if (dl != NULL)
+    file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
+  Dwarf_Die *scopes = NULL;
+  int nscopes = dwarf_getscopes(cu, addr - bias, &scopes);
+  Dwarf_Files *files = NULL;
+  size_t nfiles = 0;
+  size_t n = 0;
+  /* Innermost first: each inlined instance says where its caller called it
+   * (DW_AT_call_file, DW_AT_call_line), which is the next frame's line. */
+  for (int i = 0; i < nscopes && n < max; i++) {
+    int tag = dwarf_tag(&scopes[i]);
+    if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine &&
+        tag != DW_TAG_entry_point)
+      continue;
+    const char *name = die_name(&scopes[i]);
+    int decl = 0;
+    if (dwarf_decl_line(&scopes[i], &decl) != 0)
+      decl = 0;
+    out[n++] = (pprt__os_frame){name, file, line, decl};
+    if (tag != DW_TAG_inlined_subroutine)
+      break;
+    Dwarf_Word cf = 0, cl = 0;
+    file = NULL;
+    line = 0;
+    if (die_udata(&scopes[i], DW_AT_call_line, &cl))
+      line = (int)cl;
+    if (die_udata(&scopes[i], DW_AT_call_file, &cf) &&
+        (files != NULL || dwarf_getsrcfiles(cu, &files, &nfiles) == 0) && cf < nfiles)
+      file = dwarf_filesrc(files, cf, NULL, NULL);
+  }
+  free(scopes);
+  if (n == 0) {
+    /* A line table without a subprogram around addr (assembly with -g):
+     * the line, with the symbol table's name for the function. */
+    const char *sym = dwfl_module_addrname(mod, addr);
+    if (sym == NULL || file == NULL)
+      return 0;
+    out[n++] = (pprt__os_frame){sym, file, line, 0};
+  }
+  return (int)n;
+}
