@@ -573,7 +573,7 @@ static int resolve(pprt__profile *p, encoding *e, pprt__symbolize_fn sym, void *
   e->map_flags = malloc(p->nmaps + 1);
   if (!e->map_flags)
     return -ENOMEM;
-  memset(e->map_flags, MAP_FUNCS | MAP_FILES | MAP_LINES | MAP_INLINE, p->nmaps + 1);
+  memset(e->map_flags, MAP_FUNCS | MAP_FILES | MAP_LINES, p->nmaps + 1);
   for (size_t i = 0; i < p->nlocs; i++) {
     if (i >= p->nlocs_symbolized)
       p->lsym[i] = (loc_sym){0, 0, 0};
@@ -585,33 +585,36 @@ static int resolve(pprt__profile *p, encoding *e, pprt__symbolize_fn sym, void *
     }
     if (p->loc_synth[i])
       continue;
-    uint8_t f = MAP_USED | MAP_INLINE;
-    if (!(p->lsym[i].state & SYM_DWARF) || !sym)
-      f = MAP_USED;
     const loc_sym *ls = &p->lsym[i];
-    if (sym && ls->n > 0) {
-      f |= MAP_FUNCS | MAP_FILES | MAP_LINES;
-      for (size_t j = 0; j < ls->n; j++) {
-        const line_rec *l = &p->lines[ls->first + j];
-        if (p->funcs[l->func - 1].file == 0)
-          f &= (uint8_t)~MAP_FILES;
-        if (l->line == 0)
-          f &= (uint8_t)~MAP_LINES;
-      }
+    uint8_t *f = &e->map_flags[e->loc_map[i]];
+    *f |= MAP_USED;
+    if (!sym || ls->n == 0) {
+      *f &= (uint8_t)~MAP_FUNCS;
+      continue;
     }
-    e->map_flags[e->loc_map[i]] &= (uint8_t)(f | ~(MAP_FUNCS | MAP_FILES | MAP_LINES | MAP_INLINE));
-    e->map_flags[e->loc_map[i]] |= MAP_USED;
+    /* Code the debug information does not cover (crt1's _start, assembly)
+     * has names only; it does not count against the lines of the rest. */
+    if (!(ls->state & SYM_DWARF))
+      continue;
+    *f |= MAP_INLINE;
+    for (size_t j = 0; j < ls->n; j++) {
+      const line_rec *l = &p->lines[ls->first + j];
+      if (p->funcs[l->func - 1].file == 0)
+        *f &= (uint8_t)~MAP_FILES;
+      if (l->line == 0)
+        *f &= (uint8_t)~MAP_LINES;
+    }
   }
   p->nlocs_symbolized = p->nlocs;
   for (size_t m = 1; m <= p->nmaps; m++) {
     uint8_t *f = &e->map_flags[m];
-    if (!(*f & MAP_USED))
-      *f = 0;
     /* pprof re-symbolizes a mapping only when none of has_functions,
-     * has_filenames and has_line_numbers is set: names without lines leave
-     * them all false, so it can still add lines from the binary. */
-    if (!(*f & MAP_FILES) || !(*f & MAP_LINES))
-      *f &= (uint8_t)~(MAP_FUNCS | MAP_FILES | MAP_LINES | MAP_INLINE);
+     * has_filenames and has_line_numbers is set: a mapping with names but
+     * no lines (no debug information) leaves them all false, so it can
+     * still add lines from the binary. MAP_INLINE here means some location
+     * had debug information. */
+    if (!(*f & MAP_USED) || !(*f & MAP_INLINE) || !(*f & MAP_FILES) || !(*f & MAP_LINES))
+      *f = 0;
   }
   return 0;
 }

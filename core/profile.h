@@ -126,11 +126,13 @@ typedef size_t (*pprt__symbolize_fn)(void *ctx, uint64_t addr, pprt__frame *out,
 /* Encodes, gzips and writes the profile. sym NULL leaves locations as
  * addresses for the reader to symbolize through the mappings. Each location
  * is symbolized at the first write with a sym and keeps what it got for
- * later writes. A mapping's has_functions, has_filenames and
- * has_line_numbers are set only when every location in it has a file and a
- * line on every frame (else all three stay false, so pprof may symbolize it
- * from the binary); has_inline_frames when every location came from debug
- * information. Returns 0 or the first error (-ENOMEM, or the writer's). */
+ * later writes. A mapping's flags (has_functions, has_filenames,
+ * has_line_numbers, has_inline_frames) are all set when debug information
+ * covered its locations: every location has a name, and every location the
+ * debug information covers has a file and a line on each frame (code it
+ * does not cover, like crt1's _start, has a name only). Otherwise all four
+ * stay false, so pprof may still symbolize the mapping from the binary.
+ * Returns 0 or the first error (-ENOMEM, or the writer's). */
 int pprt__profile_write(pprt__profile *p, pprt__symbolize_fn sym, void *sym_ctx,
                         pprt_writer out);
 

@@ -33,7 +33,19 @@ typedef struct lines_image {
   int tried; /* dwfl is set up, or setting it up failed once */
 } lines_image;
 
+/* A call site's file joined to its compilation directory, kept until close
+ * (the names given out point here). */
+typedef struct joined_path {
+  struct joined_path *next;
+  const void *files; /* the CU's Dwarf_Files */
+  size_t idx;
+  char path[];
+} joined_path;
+
+#define JOINED_BUCKETS 1024
+
 struct pprt__os_lines {
+  joined_path *joined[JOINED_BUCKETS];
   pprt__elf_snapshot snap;
   lines_image *img; /* parallel to snap.obj */
   char *debuginfo_path;
@@ -91,6 +103,11 @@ void pprt__os_lines_close(pprt__os_lines *l) {
   for (size_t i = 0; l->img && i < l->snap.n; i++)
     if (l->img[i].dwfl)
       dwfl_end(l->img[i].dwfl);
+  for (size_t b = 0; b < JOINED_BUCKETS; b++)
+    for (joined_path *j = l->joined[b], *next; j != NULL; j = next) {
+      next = j->next;
+      free(j);
+    }
   free(l->img);
   free(l->debuginfo_path);
   pprt__elf_snapshot_free(&l->snap);
@@ -166,6 +183,35 @@ static int die_udata(Dwarf_Die *die, unsigned at, Dwarf_Word *out) {
   return dwarf_attr(die, at, &attr) != NULL && dwarf_formudata(&attr, out) == 0;
 }
 
+/* The file of entry idx of a CU's file table as a path a reader can open:
+ * DWARF 5 tables name files relative to the compilation directory, which
+ * the line table's own answers already include. */
+static const char *call_file(pprt__os_lines *l, Dwarf_Die *cu, Dwarf_Files *files, size_t idx) {
+  const char *name = dwarf_filesrc(files, idx, NULL, NULL);
+  if (name == NULL || name[0] == '/')
+    return name;
+  size_t b = (((uintptr_t)files >> 4) * 31 + idx) % JOINED_BUCKETS;
+  for (joined_path *j = l->joined[b]; j != NULL; j = j->next)
+    if (j->files == files && j->idx == idx)
+      return j->path;
+  Dwarf_Attribute attr;
+  const char *dir = dwarf_attr(cu, DW_AT_comp_dir, &attr) ? dwarf_formstring(&attr) : NULL;
+  if (dir == NULL || dir[0] != '/')
+    return name;
+  size_t dl = strlen(dir), nl = strlen(name);
+  joined_path *j = malloc(sizeof *j + dl + nl + 2);
+  if (j == NULL)
+    return name;
+  memcpy(j->path, dir, dl);
+  j->path[dl] = '/';
+  memcpy(j->path + dl + 1, name, nl + 1);
+  j->files = files;
+  j->idx = idx;
+  j->next = l->joined[b];
+  l->joined[b] = j;
+  return j->path;
+}
+
 int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *out, size_t max) {
   Dwfl_Module *mod = module_for(l, addr);
   if (mod == NULL || max == 0)
@@ -185,7 +231,10 @@ int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *ou
   size_t nfiles = 0;
   size_t n = 0;
   /* Innermost first: each inlined instance says where its caller called it
-   * (DW_AT_call_file, DW_AT_call_line), which is the next frame's line. */
+   * (DW_AT_call_file, DW_AT_call_line), which is the next frame's line.
+   * dwarf_getscopes goes from an inlined instance to its abstract
+   * definition's parents, so the concrete scopes around the instance are
+   * asked for again (dwarf_getscopes_die), as eu-addr2line -i does. */
   for (int i = 0; i < nscopes && n < max; i++) {
     int tag = dwarf_tag(&scopes[i]);
     if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine &&
@@ -205,7 +254,13 @@ int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *ou
       line = (int)cl;
     if (die_udata(&scopes[i], DW_AT_call_file, &cf) &&
         (files != NULL || dwarf_getsrcfiles(cu, &files, &nfiles) == 0) && cf < nfiles)
-      file = dwarf_filesrc(files, cf, NULL, NULL);
+      file = call_file(l, cu, files, cf);
+    Dwarf_Die *outer = NULL;
+    int nouter = dwarf_getscopes_die(&scopes[i], &outer);
+    free(scopes);
+    scopes = outer;
+    nscopes = nouter;
+    i = 0; /* outer[0] is the instance itself */
   }
   free(scopes);
   if (n == 0) {

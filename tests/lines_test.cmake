@@ -1,0 +1,135 @@
+# Source lines and inline frames, read back with the reference reader, go
+# tool pprof. lines_victim (-O2 -g) writes a CPU and a heap profile; each
+# run's binary is moved away before reading, so pprof cannot symbolize on
+# its own and everything it shows came from pprt:
+#
+#   full      the binary with its DWARF: -lines -top shows the loop's
+#             file:line, -traces the inlined function above its caller,
+#             -list the source with samples on the loop's line; the heap
+#             profile's allocation site has its file:line.
+#   stripped  no symbols, no DWARF; its debug file under a temporary
+#             .build-id tree named by PPRT_DEBUG_DIRS: lines are found.
+#   nodwarf   DWARF stripped, symbols kept: names only, the mapping's flags
+#             false, and go tool pprof -symbolize=local then adds the lines
+#             itself from the -g binary (same build id) put in its place.
+#
+# -DGO= -DPROGRAM= -DSOURCE= -DOBJCOPY= -DOUT=
+if(NOT GO)
+  message("SKIP: go not found; go tool pprof is the reference reader")
+  return()
+endif()
+
+# The lines the test expects, from the markers in the source.
+file(STRINGS ${SOURCE} src)
+set(n 0)
+foreach(l IN LISTS src)
+  math(EXPR n "${n} + 1")
+  foreach(mark LOOP CALL ALLOC)
+    if(l MATCHES "LINES_${mark} \\*/")
+      set(${mark} ${n})
+    endif()
+  endforeach()
+endforeach()
+if(NOT LOOP OR NOT CALL OR NOT ALLOC)
+  message(FATAL_ERROR "markers not found in ${SOURCE}")
+endif()
+get_filename_component(srcname ${SOURCE} NAME)
+
+file(REMOVE_RECURSE ${OUT})
+foreach(d full stripped nodwarf dbg)
+  file(MAKE_DIRECTORY ${OUT}/${d})
+endforeach()
+
+function(run what)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env ${ARGN} ${OUT}/${what}/lines_victim
+                          ${OUT}/${what} RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "lines_victim (${what}) failed (${rc}): ${o} ${e}")
+  endif()
+  # Moved away: pprof must not find it.
+  file(REMOVE ${OUT}/${what}/lines_victim)
+endfunction()
+
+# pprof ARGS... -> text; fails the test if pprof does.
+function(pprof var)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env PPROF_BINARY_PATH=${OUT}/nowhere ${GO}
+                          tool pprof ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "go tool pprof ${ARGN} failed: ${e}")
+  endif()
+  set(${var} "${o}" PARENT_SCOPE)
+endfunction()
+
+function(expect text regex what)
+  if(NOT text MATCHES "${regex}")
+    message(FATAL_ERROR "${what}: no match for '${regex}' in:\n${text}")
+  endif()
+endfunction()
+
+file(COPY ${PROGRAM} DESTINATION ${OUT}/full)
+run(full)
+
+pprof(top -lines -top ${OUT}/full/cpu.pb.gz)
+expect("${top}" "lines_mix [^\n]*${srcname}:${LOOP}[ \n]" "full: -lines -top")
+string(REGEX MATCH "Build ID: ([0-9a-f]+)" _ "${top}")
+set(build_id ${CMAKE_MATCH_1})
+if(NOT build_id)
+  message(FATAL_ERROR "no build id in:\n${top}")
+endif()
+pprof(traces -traces ${OUT}/full/cpu.pb.gz)
+expect("${traces}" "lines_mix[^\n]*\n[^\n]*lines_caller" "full: -traces (inlined frame above its caller)")
+pprof(traces_lines -traces -lines ${OUT}/full/cpu.pb.gz)
+expect("${traces_lines}" "lines_mix [^\n]*:${LOOP}[^\n]*\n[^\n]*lines_caller [^\n]*:${CALL}[ \n]"
+       "full: -traces -lines (the caller's line is the call's)")
+get_filename_component(srcdir ${SOURCE} DIRECTORY)
+pprof(list -source_path ${srcdir} -list lines_caller ${OUT}/full/cpu.pb.gz)
+# "     flat        cum     LINE: source". pprof lists an inlined function's
+# lines under its own name: the caller's listing has the loop's samples as
+# cum on the call's line, the inlined function's has them on the loop's line.
+expect("${list}" "\n +\\. +[0-9.]+m?s +${CALL}:" "full: -list lines_caller")
+pprof(list -source_path ${srcdir} -list lines_mix ${OUT}/full/cpu.pb.gz)
+expect("${list}" "\n +[0-9.]+m?s +[0-9.]+m?s +${LOOP}:" "full: -list lines_mix")
+pprof(raw -raw ${OUT}/full/cpu.pb.gz)
+expect("${raw}" "Mappings\n1: [^\n]*lines_victim [0-9a-f]+ \\[FN\\]\\[FL\\]\\[LN\\]\\[IN\\]"
+       "full: the main mapping's flags")
+pprof(heap -sample_index=alloc_space -lines -top ${OUT}/full/heap.pb.gz)
+expect("${heap}" "lines_alloc [^\n]*${srcname}:${ALLOC}[ \n]" "full: heap -lines -top")
+message(STATUS "full: ${srcname}:${LOOP} in lines_mix, inlined into lines_caller at :${CALL}; heap site :${ALLOC}")
+
+# Stripped, with a separate debug file found by build id.
+string(SUBSTRING ${build_id} 0 2 bid_dir)
+string(SUBSTRING ${build_id} 2 -1 bid_rest)
+file(MAKE_DIRECTORY ${OUT}/dbg/.build-id/${bid_dir})
+execute_process(COMMAND ${OBJCOPY} --only-keep-debug ${PROGRAM}
+                        ${OUT}/dbg/.build-id/${bid_dir}/${bid_rest}.debug RESULT_VARIABLE rc1)
+execute_process(COMMAND ${OBJCOPY} --strip-all ${PROGRAM} ${OUT}/stripped/lines_victim
+                RESULT_VARIABLE rc2)
+if(NOT rc1 EQUAL 0 OR NOT rc2 EQUAL 0)
+  message(FATAL_ERROR "objcopy failed")
+endif()
+run(stripped PPRT_DEBUG_DIRS=${OUT}/dbg)
+pprof(top -lines -top ${OUT}/stripped/cpu.pb.gz)
+expect("${top}" "lines_mix [^\n]*${srcname}:${LOOP}[ \n]" "stripped: -lines -top")
+message(STATUS "stripped: lines from ${OUT}/dbg/.build-id/${bid_dir}/${bid_rest}.debug")
+
+# No DWARF: names only, flags false; pprof adds the lines from the -g copy.
+execute_process(COMMAND ${OBJCOPY} --strip-debug ${PROGRAM} ${OUT}/nodwarf/lines_victim
+                RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "objcopy --strip-debug failed")
+endif()
+run(nodwarf)
+pprof(raw -raw ${OUT}/nodwarf/cpu.pb.gz)
+expect("${raw}" "Mappings\n1: [^\n]*lines_victim [0-9a-f]+ *\n" "nodwarf: no flags on the main mapping")
+pprof(top -top ${OUT}/nodwarf/cpu.pb.gz)
+expect("${top}" "lines_caller" "nodwarf: names from the symbol table")
+if(top MATCHES "${srcname}")
+  message(FATAL_ERROR "nodwarf: a file name without DWARF:\n${top}")
+endif()
+# Go's pprof reads no build ids from files, so it takes a binary found on
+# PPROF_BINARY_PATH as a mismatch; the -g copy goes where the mapping says.
+file(COPY ${PROGRAM} DESTINATION ${OUT}/nodwarf)
+execute_process(COMMAND ${GO} tool pprof -symbolize=local -lines -top ${OUT}/nodwarf/cpu.pb.gz
+                RESULT_VARIABLE rc OUTPUT_VARIABLE top ERROR_VARIABLE e)
+expect("${top}" "${srcname}:${LOOP}[ \n]" "nodwarf: go tool pprof -symbolize=local (${e})")
+message(STATUS "nodwarf: names only, flags false; pprof -symbolize=local found ${srcname}:${LOOP}")
