@@ -13,7 +13,7 @@
 #             false, and go tool pprof -symbolize=local then adds the lines
 #             itself from the -g binary (same build id) put in its place.
 #
-# -DGO= -DPROGRAM= -DSOURCE= -DOBJCOPY= -DOUT=
+# -DGO= -DPROGRAM= -DSOURCE= -DOBJCOPY= -DOUT= [-DPPRT=the pprt command]
 if(NOT GO)
   message("SKIP: go not found; go tool pprof is the reference reader")
   return()
@@ -95,6 +95,36 @@ expect("${raw}" "Mappings\n1: [^\n]*lines_victim [0-9a-f]+ \\[FN\\]\\[FL\\]\\[LN
 pprof(heap -sample_index=alloc_space -lines -top ${OUT}/full/heap.pb.gz)
 expect("${heap}" "lines_alloc [^\n]*${srcname}:${ALLOC}[ \n]" "full: heap -lines -top")
 message(STATUS "full: ${srcname}:${LOOP} in lines_mix, inlined into lines_caller at :${CALL}; heap site :${ALLOC}")
+
+# The pprt command on the same profile: top --lines, collapse --lines, and
+# the flame graph's inline marks and file:line tooltips.
+if(PPRT)
+  function(pprt_cmd var)
+    execute_process(COMMAND ${PPRT} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "pprt ${ARGN} failed: ${e}")
+    endif()
+    set(${var} "${o}" PARENT_SCOPE)
+  endfunction()
+  pprt_cmd(top top --lines -n 0 ${OUT}/full/cpu.pb.gz)
+  expect("${top}" "  lines_mix ${srcname}:${LOOP}\n" "pprt top --lines")
+  pprt_cmd(top top -n 0 ${OUT}/full/cpu.pb.gz)
+  expect("${top}" "  lines_mix\n" "pprt top (the inlined function has its own row)")
+  pprt_cmd(folded collapse --lines ${OUT}/full/cpu.pb.gz)
+  expect("${folded}" ";lines_caller ${srcname}:${CALL};lines_mix ${srcname}:${LOOP} [0-9]+\n"
+         "pprt collapse --lines")
+  pprt_cmd(page flame -o - ${OUT}/full/cpu.pb.gz)
+  expect("${page}" "\"lines_mix \\(inline\\)\"" "pprt flame: the inline mark")
+  # names[i] and where[i] go together: find lines_mix's index in names.
+  string(REGEX MATCH "\"names\":\\[(\"all\"[^]]*)\\]" _ "${page}")
+  string(REPLACE "," ";" names_list "${CMAKE_MATCH_1}")
+  list(FIND names_list "\"lines_mix (inline)\"" at)
+  string(REGEX MATCH "\"where\":\\[(null[^]]*)\\]" _ "${page}")
+  string(REPLACE "," ";" where_list "${CMAKE_MATCH_1}")
+  list(GET where_list ${at} where)
+  expect("${where}" "^\"${srcname}:[0-9]+\"$" "pprt flame: lines_mix's tooltip file:line")
+  message(STATUS "pprt: top --lines, collapse --lines, flame (inline mark, ${where})")
+endif()
 
 # Stripped, with a separate debug file found by build id.
 string(SUBSTRING ${build_id} 0 2 bid_dir)

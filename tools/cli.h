@@ -56,15 +56,23 @@ typedef struct cli_profile {
   uint32_t *loc_first, *loc_count; /* into frames */
   uint32_t *frames;
   char **names;  /* interned display names */
+  char **where;  /* per name: "file:line" (or the function's file and first
+                    line), NULL when the profile does not say */
   void *loc_ids; /* location id -> index (sorted pairs) */
   size_t nnames;
   int sample_index; /* the value shown */
   const char *type, *unit;
 } cli_profile;
 
+/* How frames are named. */
+enum {
+  CLI_VIEW_LINES = 1,  /* "name file.c:42": one frame per source line */
+  CLI_VIEW_INLINE = 2, /* "name (inline)" for a frame inlined into its caller */
+};
+
 /* Loads and checks a profile; returns CLI_OK, or an error code after
- * printing the one-line message for `cmd`. */
-int cli_profile_load(cli_profile *cp, const char *cmd, const char *path);
+ * printing the one-line message for `cmd`. flags: CLI_VIEW_*. */
+int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, unsigned flags);
 /* Selects the value to show: NAME (a sample type) or an index; NULL: the
  * profile's default_sample_type, else the last type (pprof's rule). */
 int cli_profile_select(cli_profile *cp, const char *cmd, const char *name);
@@ -96,11 +104,11 @@ int cli_print_top(FILE *out, const cli_profile *cp, size_t n, int by_cum, int he
 typedef struct cli_view_opts {
   const char *file, *out, *sample_index;
   long long n;
-  int cum;
+  int cum, lines;
 } cli_view_opts;
 
 /* Parses argv for a profile command: one FILE, --sample-index, and those
- * of -n (n), --cum (c), -o (o) that allow names. Returns -1 to go on, else
+ * of -n (n), --cum (c), -o (o), --lines (l) that allow names. Returns -1 to go on, else
  * the exit code (after --help: 0). */
 int cli_parse_view(int argc, char **argv, const char *cmd, const char *usage, const char *allow,
                    cli_view_opts *o);

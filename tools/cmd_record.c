@@ -537,7 +537,7 @@ static void summarize_cpu(const char *dir, int status) {
     return;
   }
   cli_profile cp;
-  if (cli_profile_load(&cp, "record", path) != CLI_OK) {
+  if (cli_profile_load(&cp, "record", path, 0) != CLI_OK) {
     cli_profile_free(&cp);
     return;
   }
@@ -596,7 +596,7 @@ static void summarize_heap(const char *dir, int status) {
     return;
   }
   cli_profile cp;
-  if (cli_profile_load(&cp, "record", path) != CLI_OK) {
+  if (cli_profile_load(&cp, "record", path, 0) != CLI_OK) {
     cli_profile_free(&cp);
     return;
   }

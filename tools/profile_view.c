@@ -5,7 +5,12 @@
  * Names: a location's Line entries give its frames, innermost (inlined)
  * first; a location without them (an address nobody symbolized) becomes
  * one frame "<mapping basename>+0x<file offset>", which stays the same
- * from run to run of the same binary, unlike the address. */
+ * from run to run of the same binary, unlike the address. With
+ * CLI_VIEW_LINES a frame's name carries its line ("name file.c:42", the
+ * file's base name), as go tool pprof -lines shows it; with CLI_VIEW_INLINE
+ * an inlined frame is marked ("name (inline)"). Each name also keeps where
+ * it is (its file:line, or the function's file and first line) for the
+ * flame graph's tooltips. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +29,7 @@ const char *cli_str(const Pprt__Profile *p, int64_t i) {
 
 typedef struct names {
   char **v;
+  char **where; /* per name: "file:line", or NULL */
   size_t n, cap;
   uint32_t *slots; /* index + 1, 0 empty */
   size_t nslots;
@@ -65,8 +71,13 @@ static long names_intern(names *t, const char *s) {
     if (nv == NULL)
       return -1;
     t->v = nv;
+    char **nw = realloc(t->where, nc * sizeof *nw);
+    if (nw == NULL)
+      return -1;
+    t->where = nw;
     t->cap = nc;
   }
+  t->where[t->n] = NULL;
   char *copy = strdup(s);
   if (copy == NULL)
     return -1;
@@ -151,7 +162,7 @@ static void address_name(char *buf, size_t len, const Pprt__Profile *p, const Pp
   snprintf(buf, len, "0x%llx", (unsigned long long)l->address);
 }
 
-int cli_profile_load(cli_profile *cp, const char *cmd, const char *path) {
+int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, unsigned flags) {
   memset(cp, 0, sizeof *cp);
   cp->path = path;
   uint8_t *data;
@@ -190,19 +201,34 @@ int cli_profile_load(cli_profile *cp, const char *cmd, const char *path) {
     cp->loc_first[i] = (uint32_t)k;
     for (size_t j = 0; j < l->n_line; j++) {
       long f = find_id(fns, p->n_function, l->line[j]->function_id);
-      const char *name = "";
+      const char *name = "", *file = "";
+      int64_t line = l->line[j]->line;
       if (f >= 0) {
         name = cli_str(p, p->function[f]->name);
         if (!*name)
           name = cli_str(p, p->function[f]->system_name);
+        file = base_name(cli_str(p, p->function[f]->filename));
+        if (!(flags & CLI_VIEW_LINES) || line == 0)
+          line = p->function[f]->start_line;
       }
-      char buf[320];
+      char buf[320], shown[1024], where[320] = "";
       if (!*name) {
         address_name(buf, sizeof buf, p, l, maps);
         name = buf;
       }
+      if (*file)
+        snprintf(where, sizeof where, line > 0 ? "%s:%lld" : "%s", file, (long long)line);
+      int inl = (flags & CLI_VIEW_INLINE) && j + 1 < l->n_line;
+      if (((flags & CLI_VIEW_LINES) && *where) || inl) {
+        snprintf(shown, sizeof shown, "%.640s%s%s%s", name,
+                 (flags & CLI_VIEW_LINES) && *where ? " " : "",
+                 (flags & CLI_VIEW_LINES) ? where : "", inl ? " (inline)" : "");
+        name = shown;
+      }
       long id = names_intern(&nm, name);
       if (id < 0)
+        goto oom;
+      if (*where && nm.where[id] == NULL && (nm.where[id] = strdup(where)) == NULL)
         goto oom;
       cp->frames[k++] = (uint32_t)id;
     }
@@ -220,6 +246,7 @@ int cli_profile_load(cli_profile *cp, const char *cmd, const char *path) {
   free(maps);
   free(nm.slots);
   cp->names = nm.v;
+  cp->where = nm.where;
   cp->nnames = nm.n;
   return cli_profile_select(cp, cmd, NULL);
 oom:
@@ -227,6 +254,7 @@ oom:
   free(maps);
   free(nm.slots);
   cp->names = nm.v;
+  cp->where = nm.where;
   cp->nnames = nm.n;
   return cli_error(CLI_EFAIL, cmd, "%s: out of memory", path);
 }
@@ -266,9 +294,12 @@ int cli_profile_select(cli_profile *cp, const char *cmd, const char *name) {
 }
 
 void cli_profile_free(cli_profile *cp) {
-  for (size_t i = 0; i < cp->nnames; i++)
+  for (size_t i = 0; i < cp->nnames; i++) {
     free(cp->names[i]);
+    free(cp->where[i]);
+  }
   free(cp->names);
+  free(cp->where);
   free(cp->loc_first);
   free(cp->loc_count);
   free(cp->frames);
