@@ -482,7 +482,9 @@ typedef struct pprt__os_lines pprt__os_lines;
 
 /* One frame of an address's inline chain. name is the function's linkage
  * name (C++ mangled) where the debug information has one, else its source
- * name; file is NULL and line 0 when unknown. */
+ * name, and NULL when the debug information has a line for the address but
+ * no function (assembly): the caller names it from the symbol table. file
+ * is NULL and line 0 when unknown. */
 typedef struct pprt__os_frame {
   const char *name;
   const char *file;

@@ -142,6 +142,8 @@ size_t pprt__symbolizer_frames(void *ctx, uint64_t addr, pprt__frame *out, size_
      * (free rather than __libc_free, the name DWARF gives). */
     if (sym != NULL)
       out[n - 1].name = sym;
+    else if (out[n - 1].name == NULL)
+      return 0; /* a line in code no table names */
     for (int i = 0; i < n; i++)
       if (out[i].name == NULL)
         out[i].name = "??"; /* an inlined function whose DIE has no name */

@@ -23,14 +23,25 @@
 #include <elfutils/libdwfl.h>
 
 #include "core/platform.h"
+#include "platform/posix/dwarf_scopes.h"
 #include "platform/posix/elf.h"
 
 /* ---- images -------------------------------------------------------------------- */
+
+/* One compilation unit's index, found by the unit's offset. */
+typedef struct cu_entry {
+  struct cu_entry *next;
+  Dwarf_Off cu;
+  pprt__dw_cu_index ix;
+} cu_entry;
+
+#define CU_BUCKETS 256
 
 typedef struct lines_image {
   Dwfl *dwfl;
   Dwfl_Module *mod;
   int tried; /* dwfl is set up, or setting it up failed once */
+  cu_entry *cus[CU_BUCKETS];
 } lines_image;
 
 /* A call site's file joined to its compilation directory, kept until close
@@ -100,9 +111,16 @@ int pprt__os_lines_open(pprt__os_lines **out, const char *debug_dirs) {
 void pprt__os_lines_close(pprt__os_lines *l) {
   if (l == NULL)
     return;
-  for (size_t i = 0; l->img && i < l->snap.n; i++)
+  for (size_t i = 0; l->img && i < l->snap.n; i++) {
+    for (size_t b = 0; b < CU_BUCKETS; b++)
+      for (cu_entry *c = l->img[i].cus[b], *next; c != NULL; c = next) {
+        next = c->next;
+        pprt__dw_index_free(&c->ix);
+        free(c);
+      }
     if (l->img[i].dwfl)
       dwfl_end(l->img[i].dwfl);
+  }
   for (size_t b = 0; b < JOINED_BUCKETS; b++)
     for (joined_path *j = l->joined[b], *next; j != NULL; j = next) {
       next = j->next;
@@ -126,7 +144,7 @@ static int object_holds(const pprt__elf_object *obj, uintptr_t addr) {
 
 /* The libdwfl module of the image holding addr, set up on first use; NULL
  * for an address in no image, the vDSO (no file) or a file libdwfl refuses. */
-static Dwfl_Module *module_for(pprt__os_lines *l, uintptr_t addr) {
+static Dwfl_Module *module_for(pprt__os_lines *l, uintptr_t addr, lines_image **imgp) {
   size_t i = l->last;
   if (i == 0 || !object_holds(&l->snap.obj[i - 1], addr)) {
     for (i = 1; i <= l->snap.n && !object_holds(&l->snap.obj[i - 1], addr); i++)
@@ -137,6 +155,7 @@ static Dwfl_Module *module_for(pprt__os_lines *l, uintptr_t addr) {
   }
   const pprt__elf_object *obj = &l->snap.obj[i - 1];
   lines_image *img = &l->img[i - 1];
+  *imgp = img;
   if (!img->tried) {
     img->tried = 1;
     if (obj->file == NULL)
@@ -164,6 +183,10 @@ static Dwfl_Module *module_for(pprt__os_lines *l, uintptr_t addr) {
 }
 
 /* ---- lookup ------------------------------------------------------------------------ */
+
+/* Deepest inline chain looked at (deeper chains lose their outermost
+ * callers, as the profile builder's PPRT__MAX_FRAMES would). */
+#define PPRT__OS_MAX_INLINE 64
 
 /* The name a function is linked under (C++ mangled), else its source name,
  * following DW_AT_abstract_origin and DW_AT_specification. */
@@ -212,37 +235,58 @@ static const char *call_file(pprt__os_lines *l, Dwarf_Die *cu, Dwarf_Files *file
   return j->path;
 }
 
+/* The index of the unit cu of img, built the first time; NULL on ENOMEM. */
+static const pprt__dw_cu_index *cu_index(lines_image *img, Dwarf_Die *cu) {
+  Dwarf_Off off = dwarf_dieoffset(cu);
+  size_t b = (size_t)(off * 0x9e3779b97f4a7c15ull >> 56) % CU_BUCKETS;
+  for (cu_entry *c = img->cus[b]; c != NULL; c = c->next)
+    if (c->cu == off)
+      return &c->ix;
+  cu_entry *c = malloc(sizeof *c);
+  if (c == NULL)
+    return NULL;
+  if (pprt__dw_index_build(cu, &c->ix) != 0) {
+    free(c);
+    return NULL;
+  }
+  c->cu = off;
+  c->next = img->cus[b];
+  img->cus[b] = c;
+  return &c->ix;
+}
+
 int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *out, size_t max) {
-  Dwfl_Module *mod = module_for(l, addr);
+  lines_image *img = NULL;
+  Dwfl_Module *mod = module_for(l, addr, &img);
   if (mod == NULL || max == 0)
     return 0;
   Dwarf_Addr bias;
   Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
   if (cu == NULL)
     return 0;
+  Dwarf *dbg = dwarf_cu_getdwarf(cu->cu);
   const char *file = NULL;
   int line = 0;
-  Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
-  if (dl != NULL)
-    file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
-  Dwarf_Die *scopes = NULL;
-  int nscopes = dwarf_getscopes(cu, addr - bias, &scopes);
+  /* libdw's own line table: libdwfl's getsrc would build a second copy. */
+  Dwarf_Line *dl = dwarf_getsrc_die(cu, addr - bias);
+  if (dl != NULL && (file = dwarf_linesrc(dl, NULL, NULL)) != NULL && dwarf_lineno(dl, &line) != 0)
+    line = 0;
+  Dwarf_Off offs[PPRT__OS_MAX_INLINE];
+  const pprt__dw_cu_index *ix = cu_index(img, cu);
+  size_t nscopes = ix ? pprt__dw_index_find(ix, addr - bias, offs, PPRT__OS_MAX_INLINE) : 0;
   Dwarf_Files *files = NULL;
   size_t nfiles = 0;
   size_t n = 0;
   /* Innermost first: each inlined instance says where its caller called it
-   * (DW_AT_call_file, DW_AT_call_line), which is the next frame's line.
-   * dwarf_getscopes goes from an inlined instance to its abstract
-   * definition's parents, so the concrete scopes around the instance are
-   * asked for again (dwarf_getscopes_die), as eu-addr2line -i does. */
-  for (int i = 0; i < nscopes && n < max; i++) {
-    int tag = dwarf_tag(&scopes[i]);
-    if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine &&
-        tag != DW_TAG_entry_point)
-      continue;
-    const char *name = die_name(&scopes[i]);
+   * (DW_AT_call_file, DW_AT_call_line), which is the next frame's line. */
+  for (size_t i = 0; i < nscopes && n < max; i++) {
+    Dwarf_Die die;
+    if (dwarf_offdie(dbg, offs[i], &die) == NULL)
+      break;
+    int tag = dwarf_tag(&die);
+    const char *name = die_name(&die);
     int decl = 0;
-    if (dwarf_decl_line(&scopes[i], &decl) != 0)
+    if (dwarf_decl_line(&die, &decl) != 0)
       decl = 0;
     out[n++] = (pprt__os_frame){name, file, line, decl};
     if (tag != DW_TAG_inlined_subroutine)
@@ -250,26 +294,19 @@ int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *ou
     Dwarf_Word cf = 0, cl = 0;
     file = NULL;
     line = 0;
-    if (die_udata(&scopes[i], DW_AT_call_line, &cl))
+    if (die_udata(&die, DW_AT_call_line, &cl))
       line = (int)cl;
-    if (die_udata(&scopes[i], DW_AT_call_file, &cf) &&
+    if (die_udata(&die, DW_AT_call_file, &cf) &&
         (files != NULL || dwarf_getsrcfiles(cu, &files, &nfiles) == 0) && cf < nfiles)
       file = call_file(l, cu, files, cf);
-    Dwarf_Die *outer = NULL;
-    int nouter = dwarf_getscopes_die(&scopes[i], &outer);
-    free(scopes);
-    scopes = outer;
-    nscopes = nouter;
-    i = 0; /* outer[0] is the instance itself */
   }
-  free(scopes);
   if (n == 0) {
-    /* A line table without a subprogram around addr (assembly with -g):
-     * the line, with the symbol table's name for the function. */
-    const char *sym = dwfl_module_addrname(mod, addr);
-    if (sym == NULL || file == NULL)
+    /* A line table without a function around addr (assembly built with
+     * -g): the line, for the caller to name from the symbol table (which
+     * libdwfl would sort again for itself). */
+    if (file == NULL)
       return 0;
-    out[n++] = (pprt__os_frame){sym, file, line, 0};
+    out[n++] = (pprt__os_frame){NULL, file, line, 0};
   }
   return (int)n;
 }
