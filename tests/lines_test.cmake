@@ -6,7 +6,8 @@
 #   full      the binary with its DWARF: -lines -top shows the loop's
 #             file:line, -traces the inlined function above its caller,
 #             -list the source with samples on the loop's line; the heap
-#             profile's allocation site has its file:line.
+#             profile's allocation site has its file:line; pprt top --lines,
+#             collapse --lines, flame, and the trace's Chrome JSON export.
 #   stripped  no symbols, no DWARF; its debug file under a temporary
 #             .build-id tree named by PPRT_DEBUG_DIRS: lines are found.
 #   nodwarf   DWARF stripped, symbols kept: names only, the mapping's flags
@@ -96,8 +97,8 @@ pprof(heap -sample_index=alloc_space -lines -top ${OUT}/full/heap.pb.gz)
 expect("${heap}" "lines_alloc [^\n]*${srcname}:${ALLOC}[ \n]" "full: heap -lines -top")
 message(STATUS "full: ${srcname}:${LOOP} in lines_mix, inlined into lines_caller at :${CALL}; heap site :${ALLOC}")
 
-# The pprt command on the same profile: top --lines, collapse --lines, and
-# the flame graph's inline marks and file:line tooltips.
+# The pprt command on the same profile: top --lines, collapse --lines, the
+# flame graph's inline marks and file:line tooltips; and the trace's export.
 if(PPRT)
   function(pprt_cmd var)
     execute_process(COMMAND ${PPRT} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
@@ -124,6 +125,11 @@ if(PPRT)
   list(GET where_list ${at} where)
   expect("${where}" "^\"${srcname}:[0-9]+\"$" "pprt flame: lines_mix's tooltip file:line")
   message(STATUS "pprt: top --lines, collapse --lines, flame (inline mark, ${where})")
+  # The trace's CPU samples: the stack table's source lines in the export.
+  pprt_cmd(json trace export ${OUT}/full/trace.pprt -o -)
+  expect("${json}" "\"lines_mix [^\"]*/${srcname}:${LOOP} \\(inline\\)\",\"lines_caller [^\"]*/${srcname}:${CALL}\""
+         "pprt trace export: sample stacks with file:line")
+  message(STATUS "trace: lines_mix ${srcname}:${LOOP} (inline), lines_caller ${srcname}:${CALL}")
 endif()
 
 # Stripped, with a separate debug file found by build id.

@@ -1,10 +1,12 @@
 /* The program of the source-lines tests (tests/lines_test.cmake), built
  * -O2 -g: a CPU profile of a hot loop in a function that is always inlined
- * into its caller, and a heap profile of one allocation site. The test finds
+ * into its caller, a trace with the same CPU samples, and a heap profile of
+ * one allocation site. The test finds
  * the lines it expects by the markers in the comments (LINES_LOOP,
  * LINES_CALL, LINES_ALLOC).
  *
- * Usage: lines_victim OUTDIR   (writes OUTDIR/cpu.pb.gz, OUTDIR/heap.pb.gz) */
+ * Usage: lines_victim OUTDIR   (writes OUTDIR/cpu.pb.gz, OUTDIR/heap.pb.gz,
+ *                               OUTDIR/trace.pprt) */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,10 +63,16 @@ int main(int argc, char **argv) {
     return 2;
   }
   int cpu = open_out(argv[1], "cpu.pb.gz"), heap = open_out(argv[1], "heap.pb.gz");
-  if (cpu < 0 || heap < 0)
+  int trace = open_out(argv[1], "trace.pprt");
+  if (cpu < 0 || heap < 0 || trace < 0)
     return 1;
+  int rc = pprt_trace_start(NULL, pprt_writer_fd(trace));
+  if (rc != 0) {
+    fprintf(stderr, "pprt_trace_start: %s\n", pprt_strerror(rc));
+    return 1;
+  }
   pprt_cpu_options o = {.size = sizeof o, .hz = 500};
-  int rc = pprt_cpu_start(&o, pprt_writer_fd(cpu));
+  rc = pprt_cpu_start(&o, pprt_writer_fd(cpu));
   if (rc != 0) {
     fprintf(stderr, "pprt_cpu_start: %s\n", pprt_strerror(rc));
     return 1;
@@ -72,8 +80,8 @@ int main(int argc, char **argv) {
   double t0 = cpu_seconds();
   while (cpu_seconds() - t0 < 0.6)
     lines_caller(200);
-  if ((rc = pprt_cpu_stop()) != 0) {
-    fprintf(stderr, "pprt_cpu_stop: %s\n", pprt_strerror(rc));
+  if ((rc = pprt_cpu_stop()) != 0 || (rc = pprt_trace_stop()) != 0) {
+    fprintf(stderr, "pprt_cpu_stop, pprt_trace_stop: %s\n", pprt_strerror(rc));
     return 1;
   }
   pprt_heap_set_rate(1);
@@ -84,5 +92,6 @@ int main(int argc, char **argv) {
   }
   close(cpu);
   close(heap);
+  close(trace);
   return 0;
 }
