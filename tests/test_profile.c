@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "core/profile.h"
+#include "core/symbolize.h"
 
 /* ---- helpers ------------------------------------------------------------------- */
 
@@ -390,6 +391,82 @@ static void test_names_without_lines_leave_flags_false(void **state) {
   pprt__profile_free(p);
 }
 
+/* A function of this test, never inlined, as a return address would find
+ * it: somewhere inside. */
+__attribute__((noinline)) int mode_probe(int x);
+int mode_probe(int x) {
+  return x * 3 + 1;
+}
+
+static Pprt__Profile *write_os_in_mode(pprt_symbolize mode, uintptr_t pc) {
+  assert_int_equal(pprt_set_symbolize(mode), 0);
+  pprt__profile *p;
+  assert_int_equal(pprt__profile_new(&p, cpu_types, 2, cpu_period, 1), 0);
+  assert_int_equal(pprt__profile_add_os_mappings(p), 0);
+  int64_t v[2] = {1, 1};
+  assert_int_equal(pprt__profile_add(p, &pc, 1, PPRT__STACK_LEAF_EXACT, v, NULL, 0), 0);
+  membuf m = {0};
+  assert_int_equal(pprt__profile_write_os(p, 1, mem_writer(&m)), 0);
+  Pprt__Profile *prof = NULL;
+  char err[256] = "";
+  if (pprt__profile_decode(m.data, m.len, &prof, err, sizeof err) != 0)
+    fail_msg("decode failed: %s", err);
+  free(m.data);
+  pprt__profile_free(p);
+  return prof;
+}
+
+static int has_comment(const Pprt__Profile *prof, const char *prefix) {
+  for (size_t i = 0; i < prof->n_comment; i++)
+    if (strncmp(str(prof, prof->comment[i]), prefix, strlen(prefix)) == 0)
+      return 1;
+  return 0;
+}
+
+/* The symbolization modes on a real address: none leaves it bare, names
+ * gives the function with every mapping flag false, lines gives its file
+ * and line where this build reads DWARF and the test has it (-g), else
+ * names and a comment saying why. */
+static void test_symbolize_modes(void **state) {
+  (void)state;
+  uintptr_t pc = (uintptr_t)&mode_probe + 1;
+  assert_int_equal(pprt_set_symbolize((pprt_symbolize)7), -EINVAL);
+
+  Pprt__Profile *prof = write_os_in_mode(PPRT_SYMBOLIZE_NONE, pc);
+  const Pprt__Location *l = loc(prof, prof->sample[0]->location_id[0]);
+  assert_int_equal(l->n_line, 0);
+  assert_false(mapping(prof, l->mapping_id)->has_functions);
+  pprt__profile_decoded_free(prof);
+
+  prof = write_os_in_mode(PPRT_SYMBOLIZE_NAMES, pc);
+  l = loc(prof, prof->sample[0]->location_id[0]);
+  assert_string_equal(loc_name(prof, l->id), "mode_probe");
+  assert_int_equal(l->line[0]->line, 0);
+  assert_false(mapping(prof, l->mapping_id)->has_functions);
+  assert_false(has_comment(prof, "symbolized:"));
+  pprt__profile_decoded_free(prof);
+
+  prof = write_os_in_mode(PPRT_SYMBOLIZE_LINES, pc);
+  l = loc(prof, prof->sample[0]->location_id[0]);
+  assert_true(l->n_line >= 1);
+  const Pprt__Function *f = func(prof, l->line[l->n_line - 1]->function_id);
+  assert_string_equal(str(prof, f->name), "mode_probe");
+  if (has_comment(prof, "symbolized: names only")) {
+    print_message("no DWARF reader in this build: names, and the comment says so\n");
+    assert_int_equal(f->filename, 0);
+  } else if (f->filename != 0) {
+    assert_non_null(strstr(str(prof, f->filename), "test_profile.c"));
+    assert_true(l->line[0]->line > 0 && f->start_line > 0);
+    const Pprt__Mapping *m = mapping(prof, l->mapping_id);
+    assert_true(m->has_functions && m->has_filenames && m->has_line_numbers &&
+                m->has_inline_frames);
+  } else {
+    print_message("test built without -g: names only\n");
+  }
+  pprt__profile_decoded_free(prof);
+  assert_int_equal(pprt_set_symbolize(PPRT_SYMBOLIZE_DEFAULT), 0);
+}
+
 /* With names off, real locations carry only addresses and mappings say
  * has_functions = false, so pprof symbolizes from the binaries; synthetic
  * frames keep their names. */
@@ -646,6 +723,7 @@ int main(void) {
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_writer_error_is_returned),
       cmocka_unit_test(test_inline_frames_and_lines),
+      cmocka_unit_test(test_symbolize_modes),
       cmocka_unit_test(test_names_without_lines_leave_flags_false),
       cmocka_unit_test(test_decoder_rejects_non_profiles),
       cmocka_unit_test(test_decoder_names_each_broken_rule),
