@@ -14,7 +14,7 @@
 #             false, and go tool pprof -symbolize=local then adds the lines
 #             itself from the -g binary (same build id) put in its place.
 #
-# -DGO= -DPROGRAM= -DSOURCE= -DOBJCOPY= -DOUT= [-DPPRT=the pprt command]
+# -DGO= -DPROGRAM= -DSOURCE= -DOBJCOPY= -DOUT= [-DPPRT=the pprt command] [-DMODE=fallback]
 if(NOT GO)
   message("SKIP: go not found; go tool pprof is the reference reader")
   return()
@@ -66,6 +66,27 @@ function(expect text regex what)
     message(FATAL_ERROR "${what}: no match for '${regex}' in:\n${text}")
   endif()
 endfunction()
+
+# A build without libdw (-DMODE=fallback): names, every mapping flag false,
+# and a comment that says why there are no lines.
+if(MODE STREQUAL "fallback")
+  file(COPY ${PROGRAM} DESTINATION ${OUT}/full)
+  execute_process(COMMAND ${OUT}/full/lines_victim ${OUT}/full RESULT_VARIABLE rc ERROR_VARIABLE e)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "lines_victim failed (${rc}): ${e}")
+  endif()
+  file(REMOVE ${OUT}/full/lines_victim)
+  pprof(comments -comments ${OUT}/full/cpu.pb.gz)
+  expect("${comments}" "symbolized: names only \\(this build of pprt has no DWARF reader: no libdw\\)"
+         "fallback: the comment")
+  pprof(raw -raw ${OUT}/full/cpu.pb.gz)
+  expect("${raw}" "Mappings\n1: [^\n]*lines_victim [0-9a-f]+ *\n" "fallback: no flags on the main mapping")
+  pprof(top -top ${OUT}/full/cpu.pb.gz)
+  expect("${top}" "lines_caller" "fallback: names")
+  message(STATUS "fallback: names only, flags false, and the comment says why")
+  return()
+endif()
+
 
 file(COPY ${PROGRAM} DESTINATION ${OUT}/full)
 run(full)
