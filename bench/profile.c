@@ -108,7 +108,10 @@ typedef struct ranges {
 
 static int find_code(const pprt__os_image *img, void *ctx) {
   ranges *r = ctx;
-  int k = img->is_main ? 0 : strstr(img->path, "/libc.so") ? 1 : strstr(img->path, "libstdc++") ? 2 : -1;
+  int k = img->is_main                     ? 0
+          : strstr(img->path, "/libc.so")  ? 1
+          : strstr(img->path, "libstdc++") ? 2
+                                           : -1;
   if (k >= 0 && !r->found[k]) {
     r->v[k] = (code_range){img->start, img->limit};
     r->found[k] = 1;

@@ -478,10 +478,10 @@ static uint64_t func_intern(pprt__profile *p, func_rec f) {
   if (RESERVE(p->funcs, p->funcs_cap, p->nfuncs + 1) != 0)
     return 0;
   struct func_key k = {p, f};
-  uint64_t h = pprt__hash_word(pprt__hash_word(PPRT__HASH_SEED, (uint64_t)f.name),
-                               (uint64_t)f.system_name);
-  h = pprt__hash_finish(pprt__hash_word(pprt__hash_word(h, (uint64_t)f.file),
-                                        (uint64_t)f.start_line));
+  uint64_t h =
+      pprt__hash_word(pprt__hash_word(PPRT__HASH_SEED, (uint64_t)f.name), (uint64_t)f.system_name);
+  h = pprt__hash_finish(
+      pprt__hash_word(pprt__hash_word(h, (uint64_t)f.file), (uint64_t)f.start_line));
   int64_t idx = pprt__table_intern(&p->func_index, h, func_eq, &k, (uint32_t)p->nfuncs);
   if (idx < 0)
     return 0;

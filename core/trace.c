@@ -1350,9 +1350,9 @@ static int64_t frame_entry(session *s, uint64_t pc, size_t i) {
     e.first = (uint32_t)s->nlines;
     e.nlines = (uint16_t)n;
     for (size_t j = 0; j < n; j++)
-      s->lines[s->nlines++] = (pc_line){str_prepare(fr[j].name).id,
-                                        fr[j].file ? str_prepare(fr[j].file).id : 0,
-                                        fr[j].line > 0 ? (uint32_t)fr[j].line : 0};
+      s->lines[s->nlines++] =
+          (pc_line){str_prepare(fr[j].name).id, fr[j].file ? str_prepare(fr[j].file).id : 0,
+                    fr[j].line > 0 ? (uint32_t)fr[j].line : 0};
   }
   if (PPRT__RESERVE(s->pcs, s->pcs_cap, s->npcs + 1) != 0 ||
       pprt__table_intern(&s->pc_index, h, pc_eq, &k, (uint32_t)s->npcs) < 0)

@@ -285,8 +285,9 @@ static int parse_frames(dec *d, cur *c) {
       return fail(d, off, -EINVAL, "frames entry of %" PRIu64 " lines (1 to %d)", n,
                   PPRT__TRACE_MAX_INLINE);
     if (find_frames(d, addr) != NULL)
-      return fail(d, off, -EINVAL, "frames of address 0x%" PRIx64 " given twice in generation %" PRIu64,
-                  addr, d->gen);
+      return fail(d, off, -EINVAL,
+                  "frames of address 0x%" PRIx64 " given twice in generation %" PRIu64, addr,
+                  d->gen);
     pprt__trace_line *lines = mem_alloc(d->t, (size_t)n * sizeof *lines);
     if (lines == NULL)
       return oom(d, off);
@@ -298,8 +299,9 @@ static int parse_frames(dec *d, cur *c) {
           return d->rc;
         const pprt__trace_str *str = ids[k] ? find_str(d, ids[k]) : NULL;
         if (ids[k] && str == NULL)
-          return fail(d, soff, -EINVAL, "string id %" PRIu64 " is not in generation %" PRIu64
-                      "'s strings", ids[k], d->gen);
+          return fail(d, soff, -EINVAL,
+                      "string id %" PRIu64 " is not in generation %" PRIu64 "'s strings", ids[k],
+                      d->gen);
         if (k == 0 && str == NULL)
           return fail(d, soff, -EINVAL, "frames line without a function name");
         pprt__trace_str none = {NULL, 0};
@@ -316,8 +318,7 @@ static int parse_frames(dec *d, cur *c) {
       return oom(d, off);
     d->frs[d->nfrs] = (frames_entry){addr, (uint16_t)n, lines};
     struct id_key k = {d, addr};
-    if (pprt__table_intern(&d->fr_index, pprt__hash_finish(addr), fr_eq, &k,
-                           (uint32_t)d->nfrs) < 0)
+    if (pprt__table_intern(&d->fr_index, pprt__hash_finish(addr), fr_eq, &k, (uint32_t)d->nfrs) < 0)
       return oom(d, off);
     d->nfrs++;
   }
@@ -689,8 +690,8 @@ static int read_record(dec *d, size_t *pos, rec *r, int *truncated) {
       return fail(d, r->off, -EINVAL, "event type %u outside a batch", r->type);
     return fail(d, r->off, -EINVAL, "unknown record type %u", r->type);
   }
-  static const char *const names[] = {"",          "batch",     "strings", "stacks",
-                                      "threads",   "frequency", "lost",    "end of generation",
+  static const char *const names[] = {"",        "batch",     "strings", "stacks",
+                                      "threads", "frequency", "lost",    "end of generation",
                                       "frames"};
   const char *what = names[r->type];
   r->tid = r->ts = 0;
@@ -1084,8 +1085,8 @@ static void jstack(jout *j, const pprt__trace *t, int64_t idx) {
           char buf[2 * PPRT__TRACE_MAX_STRING + 64];
           int len = snprintf(buf, sizeof buf, "%.*s", (int)l->function.len, l->function.s);
           if (l->file.s && len >= 0 && (size_t)len < sizeof buf)
-            len += snprintf(buf + len, sizeof buf - (size_t)len, " %.*s:%" PRIu64,
-                            (int)l->file.len, l->file.s, l->line);
+            len += snprintf(buf + len, sizeof buf - (size_t)len, " %.*s:%" PRIu64, (int)l->file.len,
+                            l->file.s, l->line);
           if (k + 1 < st->nlines[f] && len >= 0 && (size_t)len < sizeof buf)
             len += snprintf(buf + len, sizeof buf - (size_t)len, " (inline)");
           if (len < 0 || (size_t)len >= sizeof buf)
