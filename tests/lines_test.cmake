@@ -10,6 +10,7 @@
 #             collapse --lines, flame, and the trace's Chrome JSON export.
 #   stripped  no symbols, no DWARF; its debug file under a temporary
 #             .build-id tree named by PPRT_DEBUG_DIRS: lines are found.
+#   debuglink the same, its debug file found by .gnu_debuglink in .debug/.
 #   nodwarf   DWARF stripped, symbols kept: names only, the mapping's flags
 #             false, and go tool pprof -symbolize=local then adds the lines
 #             itself from the -g binary (same build id) put in its place.
@@ -37,7 +38,7 @@ endif()
 get_filename_component(srcname ${SOURCE} NAME)
 
 file(REMOVE_RECURSE ${OUT})
-foreach(d full stripped nodwarf dbg)
+foreach(d full stripped debuglink nodwarf dbg)
   file(MAKE_DIRECTORY ${OUT}/${d})
 endforeach()
 
@@ -168,6 +169,22 @@ run(stripped PPRT_DEBUG_DIRS=${OUT}/dbg)
 pprof(top -lines -top ${OUT}/stripped/cpu.pb.gz)
 expect("${top}" "lines_mix [^\n]*${srcname}:${LOOP}[ \n]" "stripped: -lines -top")
 message(STATUS "stripped: lines from ${OUT}/dbg/.build-id/${bid_dir}/${bid_rest}.debug")
+
+# Stripped, with its debug file found by .gnu_debuglink in the .debug
+# directory next to it (no build-id tree holds it).
+file(MAKE_DIRECTORY ${OUT}/debuglink/.debug)
+execute_process(COMMAND ${OBJCOPY} --only-keep-debug ${PROGRAM}
+                        ${OUT}/debuglink/.debug/lines_victim.debug RESULT_VARIABLE rc1)
+execute_process(COMMAND ${OBJCOPY} --strip-all
+                        --add-gnu-debuglink=${OUT}/debuglink/.debug/lines_victim.debug
+                        ${PROGRAM} ${OUT}/debuglink/lines_victim RESULT_VARIABLE rc2)
+if(NOT rc1 EQUAL 0 OR NOT rc2 EQUAL 0)
+  message(FATAL_ERROR "objcopy (debuglink) failed")
+endif()
+run(debuglink)
+pprof(top -lines -top ${OUT}/debuglink/cpu.pb.gz)
+expect("${top}" "lines_mix [^\n]*${srcname}:${LOOP}[ \n]" "debuglink: -lines -top")
+message(STATUS "debuglink: lines from ${OUT}/debuglink/.debug/lines_victim.debug")
 
 # No DWARF: names only, flags false; pprof adds the lines from the -g copy.
 execute_process(COMMAND ${OBJCOPY} --strip-debug ${PROGRAM} ${OUT}/nodwarf/lines_victim

@@ -6,9 +6,10 @@
  * nobody sampled costs nothing); the lookup (the compilation unit and line
  * table for an address, then the DIE scopes around it for the inline chain).
  *
- * libdwfl rather than libdw alone because it does the finding: separate
- * debug files by build id under each debug directory and by .gnu_debuglink,
- * compressed sections, and a file's own bias. Runs at write time only (the
+ * libdwfl rather than libdw alone because it does most of the finding
+ * (separate debug files by build id under each debug directory; the
+ * .gnu_debuglink search is pprt's, see find_debuginfo), compressed
+ * sections, and a file's own bias. Runs at write time only (the
  * CPU reader, heap and trace writers), never in a signal handler.
  */
 #include <errno.h>
@@ -84,6 +85,51 @@ static char *debug_path(const char *dirs) {
   return p;
 }
 
+/* Opens path for libdwfl when it is a readable file: its name goes to
+ * *found (malloc'd, libdwfl frees it). */
+static int open_debug(const char *path, char **found) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0 && (*found = strdup(path)) == NULL) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+/* Separate debug files: by build id under each directory of the path
+ * (libdwfl's own search), then by .gnu_debuglink next to the file, in its
+ * .debug directory, and under each absolute directory of the path followed
+ * by the file's directory (/usr/lib/debug/usr/bin/x.debug). Not
+ * dwfl_standard_find_debuginfo: where nothing is found it asks debuginfod
+ * servers when DEBUGINFOD_URLS is set, and a profile written at exit must
+ * not wait on the network. The module's user data is the reader. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                          const char *file_name, const char *debuglink, GElf_Word crc,
+                          char **found) {
+  int fd =
+      dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink, crc, found);
+  if (fd >= 0 || debuglink == NULL || file_name == NULL || strchr(debuglink, '/') != NULL)
+    return fd;
+  const pprt__os_lines *l = *userdata;
+  const char *slash = strrchr(file_name, '/');
+  int dirlen = slash ? (int)(slash - file_name) : 0;
+  char path[4096];
+  if (snprintf(path, sizeof path, "%.*s/%s", dirlen, file_name, debuglink) < (int)sizeof path &&
+      strcmp(path, file_name) != 0)
+    fd = open_debug(path, found);
+  if (fd < 0 && snprintf(path, sizeof path, "%.*s/.debug/%s", dirlen, file_name, debuglink) <
+                    (int)sizeof path)
+    fd = open_debug(path, found);
+  for (const char *d = l ? l->debuginfo_path : ""; fd < 0 && *d;) {
+    size_t n = strcspn(d, ":");
+    if (d[0] == '/' && snprintf(path, sizeof path, "%.*s%.*s/%s", (int)n, d, dirlen, file_name,
+                                debuglink) < (int)sizeof path)
+      fd = open_debug(path, found);
+    d += n + (d[n] == ':');
+  }
+  return fd;
+}
+
 int pprt__os_lines_open(pprt__os_lines **out, const char *debug_dirs) {
   *out = NULL;
   pprt__os_lines *l = calloc(1, sizeof *l);
@@ -101,7 +147,7 @@ int pprt__os_lines_open(pprt__os_lines **out, const char *debug_dirs) {
     return -ENOMEM;
   }
   l->cb.find_elf = dwfl_build_id_find_elf;
-  l->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+  l->cb.find_debuginfo = find_debuginfo;
   l->cb.section_address = dwfl_offline_section_address;
   l->cb.debuginfo_path = &l->debuginfo_path;
   *out = l;
@@ -177,6 +223,11 @@ static Dwfl_Module *module_for(pprt__os_lines *l, uintptr_t addr, lines_image **
     img->mod = dwfl_report_elf(img->dwfl, obj->path, obj->path, fd, obj->bias, true);
     if (img->mod == NULL)
       close(fd);
+    void **user = NULL;
+    if (img->mod != NULL)
+      dwfl_module_info(img->mod, &user, NULL, NULL, NULL, NULL, NULL, NULL);
+    if (user != NULL)
+      *user = l; /* for find_debuginfo */
     dwfl_report_end(img->dwfl, NULL, NULL);
   }
   return img->mod;
