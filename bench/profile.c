@@ -273,6 +273,10 @@ static int symbolize_figures(void) {
     printf("  PPRT_SYMBOLIZE asks for another mode; not measured\n");
     return 1;
   }
+  if (dlopen("libstdc++.so.6", RTLD_LAZY) == NULL) { /* macOS, FreeBSD: libc++ */
+    printf("  no libstdc++.so.6 here; not measured\n");
+    return 1;
+  }
   /* The fastest of three runs of each: this is a shared machine's figure. */
   result names = {0}, lines = {0};
   for (int i = 0; i < 3; i++) {
