@@ -59,7 +59,9 @@ typedef struct joined_path {
 struct pprt__os_lines {
   joined_path *joined[JOINED_BUCKETS];
   pprt__elf_snapshot snap;
-  lines_image *img; /* parallel to snap.obj */
+  lines_image *img;     /* parallel to snap.obj */
+  lines_image *retired; /* images unloaded since: names still point in */
+  size_t nretired;
   char *debuginfo_path;
   Dwfl_Callbacks cb;
   size_t last; /* the image of the previous address, + 1 */
@@ -154,19 +156,25 @@ int pprt__os_lines_open(pprt__os_lines **out, const char *debug_dirs) {
   return 0;
 }
 
+static void image_free(lines_image *img) {
+  for (size_t b = 0; b < CU_BUCKETS; b++)
+    for (cu_entry *c = img->cus[b], *next; c != NULL; c = next) {
+      next = c->next;
+      pprt__dw_index_free(&c->ix);
+      free(c);
+    }
+  if (img->dwfl)
+    dwfl_end(img->dwfl);
+}
+
 void pprt__os_lines_close(pprt__os_lines *l) {
   if (l == NULL)
     return;
-  for (size_t i = 0; l->img && i < l->snap.n; i++) {
-    for (size_t b = 0; b < CU_BUCKETS; b++)
-      for (cu_entry *c = l->img[i].cus[b], *next; c != NULL; c = next) {
-        next = c->next;
-        pprt__dw_index_free(&c->ix);
-        free(c);
-      }
-    if (l->img[i].dwfl)
-      dwfl_end(l->img[i].dwfl);
-  }
+  for (size_t i = 0; l->img && i < l->snap.n; i++)
+    image_free(&l->img[i]);
+  for (size_t i = 0; i < l->nretired; i++)
+    image_free(&l->retired[i]);
+  free(l->retired);
   for (size_t b = 0; b < JOINED_BUCKETS; b++)
     for (joined_path *j = l->joined[b], *next; j != NULL; j = next) {
       next = j->next;
@@ -190,11 +198,48 @@ static int object_holds(const pprt__elf_object *obj, uintptr_t addr) {
 
 /* The libdwfl module of the image holding addr, set up on first use; NULL
  * for an address in no image, the vDSO (no file) or a file libdwfl refuses. */
+/* A new snapshot after the loader added or removed objects (a trace keeps
+ * its reader for the whole session): images still loaded keep their
+ * debug information, unloaded ones are retired until close. */
+static int resnapshot(pprt__os_lines *l) {
+  pprt__elf_snapshot ns;
+  if (pprt__elf_snapshot_take(&ns) != 0)
+    return -1;
+  lines_image *ni = calloc(ns.n ? ns.n : 1, sizeof *ni);
+  lines_image *nr = realloc(l->retired, (l->nretired + l->snap.n + 1) * sizeof *nr);
+  if (nr != NULL)
+    l->retired = nr;
+  if (ni == NULL || nr == NULL) {
+    free(ni);
+    pprt__elf_snapshot_free(&ns);
+    return -1;
+  }
+  for (size_t i = 0; i < l->snap.n; i++) {
+    size_t k = 0;
+    while (k < ns.n && !(ns.obj[k].bias == l->snap.obj[i].bias &&
+                         strcmp(ns.obj[k].path, l->snap.obj[i].path) == 0 && !ni[k].tried))
+      k++;
+    if (k < ns.n)
+      ni[k] = l->img[i];
+    else if (l->img[i].tried)
+      l->retired[l->nretired++] = l->img[i];
+  }
+  free(l->img);
+  pprt__elf_snapshot_free(&l->snap);
+  l->snap = ns;
+  l->img = ni;
+  l->last = 0;
+  return 0;
+}
+
 static Dwfl_Module *module_for(pprt__os_lines *l, uintptr_t addr, lines_image **imgp) {
   size_t i = l->last;
   if (i == 0 || !object_holds(&l->snap.obj[i - 1], addr)) {
     for (i = 1; i <= l->snap.n && !object_holds(&l->snap.obj[i - 1], addr); i++)
       ;
+    if (i > l->snap.n && pprt__elf_loader_adds() != l->snap.adds && resnapshot(l) == 0)
+      for (i = 1; i <= l->snap.n && !object_holds(&l->snap.obj[i - 1], addr); i++)
+        ;
     if (i > l->snap.n)
       return NULL;
     l->last = i;
