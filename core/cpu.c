@@ -46,6 +46,7 @@
 #include "core/profile.h"
 #include "core/ring.h"
 #include "core/sigprof.h"
+#include "core/syscalls.h"
 #include "core/table.h"
 #include "core/thread.h"
 #include "core/trace.h"
@@ -1038,7 +1039,7 @@ static int start_reader(session *s) {
    * register the thread: registration would wait for g_control, which we
    * hold until the reader has told us its id. */
   pprt__thread_self()->creating_internal = 1;
-  int rc = pthread_create(&s->reader, NULL, reader_main, s);
+  int rc = pprt__sys_pthread_create(&s->reader, NULL, reader_main, s);
   pprt__thread_self()->creating_internal = 0;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0)
@@ -1354,7 +1355,7 @@ static int cpu_stop(void) {
   check_blocked_at_stop(s);
   /* A tick still pending now finds the program's latest action, or SIG_IGN
    * where that is SIG_DFL, and cannot kill the process (Go issue 19320). */
-  pprt__sigprof_restore();
+  int restored = pprt__sigprof_restore();
 
   double cpu = cpu_seconds() - s->start_cpu;
   pprt__profile_set_time(s->prof, s->start_wall,
@@ -1374,5 +1375,7 @@ static int cpu_stop(void) {
   pthread_mutex_lock(&g_control);
   g_busy = 0;
   pthread_mutex_unlock(&g_control);
-  return rc;
+  /* The profile is written either way; a handler that could not be taken
+   * out is reported too (sigprof.h says what happens to it). */
+  return rc != 0 ? rc : restored;
 }

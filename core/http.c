@@ -44,6 +44,7 @@
 #include "core/heap.h"
 #include "core/http.h"
 #include "core/platform.h"
+#include "core/syscalls.h"
 #include "core/thread.h"
 #include "pprt.h"
 
@@ -629,10 +630,10 @@ static int http_start(const pprt_http_options *opts) {
   g_stopping = 0;
   sigset_t old;
   own_threads_begin(&old);
-  int rc = pthread_create(&g_worker, NULL, worker_main, NULL);
+  int rc = pprt__sys_pthread_create(&g_worker, NULL, worker_main, NULL);
   if (rc != 0) {
     own_threads_end(&old);
-    return -EAGAIN;
+    return -rc; /* EAGAIN, or EPERM from a policy that forbids threads */
   }
   unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
   if (sa.ss_family == AF_INET6)

@@ -14,6 +14,11 @@
  *   - functions not marked AS-safe may allocate and take locks, and are
  *     called only from ordinary thread context.
  *
+ * The system calls that a start or a write can fail in (timers, perf events,
+ * signal actions, alternate stacks, mmap, thread creation, open, write) are
+ * made through the table of core/syscalls.h, which tests override to make
+ * them fail.
+ *
  * Sections: clocks; threads; reader wait/wake; signals; alternate stacks;
  * timers; images; symbols. The functions of the later sections are part of
  * the contract now so that the three backends are designed together; each

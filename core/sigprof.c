@@ -80,7 +80,8 @@ int pprt__sigprof_install(pprt__os_handler fn) {
   sigset_t mask;
   lock(&mask);
   g_handler = fn;
-  int rc = pprt__os_signal_install(SIGPROF, fn, &g_save);
+  /* Still in after a restore that failed: keep it and the action saved. */
+  int rc = owned() ? 0 : pprt__os_signal_install(SIGPROF, fn, &g_save);
   if (rc == 0)
     g_pid = getpid();
   unlock(&mask);

@@ -38,11 +38,16 @@ typedef int (*pprt__sigaction_fn)(int sig, const struct sigaction *act, struct s
 void pprt__sigprof_init(void);
 
 /* Installs fn as SIGPROF's handler, keeping the program's action
- * (pprt__os_signal_install). Not AS-safe. */
+ * (pprt__os_signal_install). Where pprt's handler is still installed
+ * because a restore failed, it stays, with the program's action kept from
+ * before, and this returns 0: a failed restore does not stop every later
+ * profile with -EBUSY. Not AS-safe. */
 int pprt__sigprof_install(pprt__os_handler fn);
 
 /* Puts back the program's latest action, SIG_IGN where that is SIG_DFL
- * (pprt__os_signal_restore). Not AS-safe. */
+ * (pprt__os_signal_restore). On failure pprt's handler stays installed (it
+ * forwards what is not pprt's and drops late ticks, so it is harmless) and
+ * the next install or restore takes it from there. Not AS-safe. */
 int pprt__sigprof_restore(void);
 
 /* From pprt's handler, for a SIGPROF that is not pprt's: calls the

@@ -49,6 +49,7 @@
 #include "core/heap.h"
 #include "core/platform.h"
 #include "core/symbolize.h"
+#include "core/syscalls.h"
 #include "core/table.h"
 #include "core/thread.h"
 #include "core/trace.h"
@@ -88,7 +89,7 @@
 /* ---- memory ------------------------------------------------------------------------ */
 
 static void *map_zeroed(size_t n) {
-  void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+  void *p = pprt__sys_mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
 
@@ -319,6 +320,10 @@ static _Atomic unsigned g_writer_session;
 static atomic_uint g_wake_seq;
 static atomic_uint g_writer_waiting;
 static _Atomic uint64_t g_task_next = 1;
+/* Events of threads that could not join the session: no memory for their
+ * state or first chunk, so nothing of theirs to count them in. The writer
+ * reports them as lost on thread 0 (drain_all). */
+static _Atomic uint64_t g_join_dropped;
 /* 1 when the trace clock is the monotonic clock itself (pprt__ticks_info):
  * a sample's offset is then taken from its event's own tick. Decided once
  * per process, before the first session turns g_on on. */
@@ -425,10 +430,15 @@ static void emit_thread_name(tstate *t, uint32_t id);
 
 /* Makes the calling thread write for session s: its state, a fresh chunk,
  * published to the writer. NULL when it cannot (the event is dropped). */
+static tstate *join_dropped(void) {
+  atomic_fetch_add_explicit(&g_join_dropped, 1, memory_order_relaxed);
+  return NULL;
+}
+
 static tstate *join(unsigned s) {
   tstate *t = tls_state;
   if (t == NULL && (t = attach()) == NULL)
-    return NULL;
+    return join_dropped();
   if (atomic_load_explicit(&t->busy, memory_order_relaxed)) {
     /* A signal handler interrupted this thread's join: the count survives,
      * as the join reset it before setting busy. */
@@ -450,7 +460,7 @@ static tstate *join(unsigned s) {
   if (c == NULL) {
     slow_leave();
     set_busy(t, 0);
-    return NULL;
+    return join_dropped();
   }
   chunk_start(t, c, pprt__os_ticks());
   t->last_ts = c->base_ts;
@@ -1277,6 +1287,11 @@ static void lost_add(session *s, uint64_t tid, uint64_t count) {
  * where a limited drain last stopped (so that a busy thread early in the
  * list cannot starve the others). Returns 1 when it took everything. */
 static int drain_all(session *s, int all, int limited) {
+  uint64_t unjoined = atomic_exchange_explicit(&g_join_dropped, 0, memory_order_relaxed);
+  if (unjoined) {
+    lost_add(s, 0, unjoined);
+    s->stats.events_dropped += unjoined;
+  }
   tstate *head = atomic_load_explicit(&g_states, memory_order_acquire);
   if (head == NULL)
     return 1;
@@ -1826,7 +1841,7 @@ static int start_writer(session *s) {
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   pprt__thread_self()->creating_internal = 1;
-  int rc = pthread_create(&s->thread, NULL, writer_main, s);
+  int rc = pprt__sys_pthread_create(&s->thread, NULL, writer_main, s);
   pprt__thread_self()->creating_internal = 0;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return -rc;
@@ -1893,6 +1908,7 @@ static int session_start(const start_args *a) {
     s->stats.bytes = sizeof hdr;
   }
   atomic_store(&g_chunk_limit, a->buffer_limit);
+  atomic_store(&g_join_dropped, 0); /* a previous session's */
   atomic_store(&g_writer_session, s->id);
   rc = start_writer(s);
   if (rc != 0) {

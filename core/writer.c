@@ -4,12 +4,13 @@
 #include <unistd.h>
 
 #include "pprt.h"
+#include "core/syscalls.h"
 
 static int fd_write(void *ctx, const void *data, size_t len) {
   int fd = (int)(intptr_t)ctx;
   const char *p = data;
   while (len > 0) {
-    ssize_t n = write(fd, p, len);
+    ssize_t n = pprt__sys_write(fd, p, len);
     if (n < 0) {
       if (errno == EINTR)
         continue;

@@ -20,6 +20,7 @@
 #include <signal.h>
 
 #include "core/platform.h"
+#include "core/syscalls.h"
 
 int pprt__os_thread_sigmask(int how, const sigset_t *set, sigset_t *old) {
   return -pthread_sigmask(how, set, old);
@@ -29,7 +30,7 @@ int pprt__os_signal_resend(int sig, const siginfo_t *info) {
   sigset_t cur;
   pthread_sigmask(SIG_SETMASK, NULL, &cur);
   struct sigaction sa;
-  if (sigaction(sig, NULL, &sa) != 0)
+  if (pprt__sys_sigaction(sig, NULL, &sa) != 0)
     return -errno;
   /* Blocked: the kernel keeps it pending, as it would have. The default
    * action (termination, for SIGPROF) is the kernel's to take too. */

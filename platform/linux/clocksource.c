@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "platform/posix/counter.h"
+#include "core/syscalls.h"
 
 int pprt__posix_counter_trusted(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -18,8 +19,8 @@ int pprt__posix_counter_trusted(void) {
 #endif
   if (want == NULL)
     return 0;
-  int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-                O_RDONLY | O_CLOEXEC);
+  int fd = pprt__sys_open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                          O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0)
     return 0;
   char buf[64];

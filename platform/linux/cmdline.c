@@ -5,9 +5,10 @@
 #include <unistd.h>
 
 #include "core/platform.h"
+#include "core/syscalls.h"
 
 int pprt__os_cmdline(char *buf, size_t len, size_t *outlen) {
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  int fd = pprt__sys_open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0)
     return -EIO;
   size_t n = 0;

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "core/platform.h"
+#include "core/syscalls.h"
 
 /* 0: not tried yet; 1: kernel-inclusive clocks open; 2: user-only. */
 static atomic_int g_mode;
@@ -46,7 +47,7 @@ static int open_clock(uint64_t tid, int user_only) {
   a.disabled = 1;
   a.exclude_kernel = (unsigned)user_only;
   a.exclude_hv = 1;
-  return (int)syscall(SYS_perf_event_open, &a, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  return (int)pprt__sys_perf_event_open(&a, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
 int pprt__os_sample_clock_open(pprt__os_sample_clock *c, uint64_t tid) {

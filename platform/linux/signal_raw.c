@@ -20,6 +20,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "core/syscalls.h"
 #include "platform/posix/signal_common.h"
 
 /* ---- restorer trampolines ------------------------------------------------------ */
@@ -130,7 +131,7 @@ _Static_assert(sizeof(sigset_t) >= 8, "libc sigset_t holds the kernel's");
 
 static long rt_sigaction(int sig, const struct kernel_sigaction *act,
                          struct kernel_sigaction *old) {
-  if (syscall(SYS_rt_sigaction, sig, act, old, sizeof act->mask) != 0)
+  if (pprt__sys_rt_sigaction(sig, act, old, sizeof act->mask) != 0)
     return -errno;
   return 0;
 }
@@ -188,7 +189,7 @@ int pprt__os_signal_restore(int sig, pprt__os_sigsave *save) {
     /* The program's own call, made while pprt's handler was installed, is
      * made now: libc adds the restorer its handlers need (x86_64 has no
      * default one; i386's depends on SA_SIGINFO). */
-    if (sigaction(sig, &sa, NULL) != 0)
+    if (pprt__sys_sigaction(sig, &sa, NULL) != 0)
       return -errno;
     save->installed = 0;
     return 0;

@@ -15,13 +15,20 @@
 #include <unistd.h>
 
 #include "core/platform.h"
+#include "core/syscalls.h"
 #include "platform/linux/cpuclock.h"
 
 int pprt__os_thread_each(int (*fn)(uint64_t tid, void *ctx), void *ctx) {
   /* /proc/self is the process (the thread group), whichever thread asks. */
-  DIR *dir = opendir("/proc/self/task");
-  if (dir == NULL)
+  int fd = pprt__sys_open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (fd < 0)
     return -errno;
+  DIR *dir = fdopendir(fd);
+  if (dir == NULL) {
+    int err = errno;
+    close(fd);
+    return -err;
+  }
   int r = 0;
   struct dirent *e;
   while (r == 0 && (e = readdir(dir)) != NULL) {
@@ -38,7 +45,7 @@ int pprt__os_thread_name(uint64_t tid, char *buf, size_t len) {
     return -EINVAL;
   char path[64];
   snprintf(path, sizeof path, "/proc/self/task/%llu/comm", (unsigned long long)tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = pprt__sys_open(path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0)
     return errno == ENOENT ? -ESRCH : -errno;
   char name[64]; /* comm holds at most 15 characters and a newline */
@@ -64,7 +71,7 @@ int pprt__os_thread_name(uint64_t tid, char *buf, size_t len) {
 static ssize_t read_task_file(uint64_t tid, const char *file, char *buf, size_t len) {
   char path[64];
   snprintf(path, sizeof path, "/proc/self/task/%llu/%s", (unsigned long long)tid, file);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = pprt__sys_open(path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0)
     return errno == ENOENT ? -ESRCH : -errno;
   size_t n = 0;

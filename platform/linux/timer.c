@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/platform.h"
+#include "core/syscalls.h"
 #include "platform/linux/cpuclock.h"
 
 /* The kernel's sigevent: 64 bytes, the thread id where SIGEV_THREAD_ID
@@ -94,7 +95,7 @@ int pprt__os_thread_timer_start(pprt__os_thread_timer *t, uint64_t tid, int hz, 
   sev.notify = KERNEL_SIGEV_THREAD_ID;
   sev.u.tid = (int)tid;
   int id = -1;
-  if (syscall(SYS_timer_create, pprt__linux_thread_cpu_clock(tid), &sev, &id) != 0)
+  if (pprt__sys_timer_create(pprt__linux_thread_cpu_clock(tid), &sev, &id) != 0)
     return errno == EINVAL ? -ESRCH : -errno;
 
   uint64_t period = 1000000000u / (unsigned)hz;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/platform.h"
+#include "core/syscalls.h"
 
 /* Kept above the top of pprt's stack. */
 typedef struct altstack_record {
@@ -32,7 +33,7 @@ int pprt__os_altstack_ensure(pprt__os_altstack *st) {
   st->mem = NULL;
   st->size = 0;
   stack_t cur;
-  if (sigaltstack(NULL, &cur) != 0)
+  if (pprt__sys_sigaltstack(NULL, &cur) != 0)
     return -errno;
   if (!(cur.ss_flags & SS_DISABLE) && cur.ss_size >= PPRT__OS_ALTSTACK_SIZE)
     return 0;
@@ -40,7 +41,7 @@ int pprt__os_altstack_ensure(pprt__os_altstack *st) {
   size_t page = page_size();
   size_t usable = (PPRT__OS_ALTSTACK_SIZE + RECORD_SPACE + page - 1) & ~(page - 1);
   size_t total = page + usable;
-  char *mem = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+  char *mem = pprt__sys_mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
   if (mem == MAP_FAILED)
     return -ENOMEM;
   if (mprotect(mem, page, PROT_NONE) != 0) {
@@ -54,7 +55,7 @@ int pprt__os_altstack_ensure(pprt__os_altstack *st) {
   memset(&ss, 0, sizeof ss);
   ss.ss_sp = mem + page;
   ss.ss_size = usable - RECORD_SPACE;
-  if (sigaltstack(&ss, NULL) != 0) {
+  if (pprt__sys_sigaltstack(&ss, NULL) != 0) {
     int err = errno; /* EPERM: the thread is running on its current one */
     munmap(mem, total);
     return -err;
@@ -69,7 +70,7 @@ void pprt__os_altstack_release(pprt__os_altstack *st) {
     return;
   char *mem = st->mem;
   stack_t cur;
-  if (sigaltstack(NULL, &cur) != 0 || (cur.ss_flags & SS_DISABLE) ||
+  if (pprt__sys_sigaltstack(NULL, &cur) != 0 || (cur.ss_flags & SS_DISABLE) ||
       (char *)cur.ss_sp != mem + page_size()) {
     /* Someone replaced pprt's stack and may put it back later: leave it
      * mapped rather than risk a handler running on unmapped memory. */
@@ -86,7 +87,7 @@ void pprt__os_altstack_release(pprt__os_altstack *st) {
     back.ss_flags = 0;
   }
   /* Fails (EPERM) only when called on pprt's stack itself: keep it then. */
-  if (sigaltstack(&back, NULL) == 0)
+  if (pprt__sys_sigaltstack(&back, NULL) == 0)
     munmap(mem, st->size);
   st->mem = NULL;
   st->size = 0;

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 
 #include "core/platform.h"
+#include "core/syscalls.h"
 #include "platform/posix/elf.h"
 
 typedef PPRT__ELF(Ehdr) elf_ehdr;
@@ -430,7 +431,7 @@ int pprt__elf_map_file(const char *path, const void **data, size_t *size) {
   *data = NULL;
   *size = 0;
   /* O_NONBLOCK: opening a FIFO planted at a library's path must not hang. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  int fd = pprt__sys_open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0);
   if (fd < 0)
     return -errno;
   struct stat st;
@@ -440,7 +441,7 @@ int pprt__elf_map_file(const char *path, const void **data, size_t *size) {
   } else if (!S_ISREG(st.st_mode) || st.st_size <= 0 || (uint64_t)st.st_size > SIZE_MAX) {
     rc = -ENOEXEC;
   } else {
-    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *p = pprt__sys_mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
       rc = -errno;
     } else {

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 
+#include "core/syscalls.h"
 #include "platform/posix/signal_common.h"
 
 int pprt__os_signal_install(int sig, pprt__os_handler fn, pprt__os_sigsave *save) {
@@ -11,7 +12,7 @@ int pprt__os_signal_install(int sig, pprt__os_handler fn, pprt__os_sigsave *save
     return -EBUSY;
   struct sigaction sa, prev;
   pprt__posix_signal_action(&sa, fn);
-  if (sigaction(sig, &sa, &prev) != 0)
+  if (pprt__sys_sigaction(sig, &sa, &prev) != 0)
     return -errno;
   pprt__posix_signal_remember(save, &prev);
   save->restorer = 0;
@@ -23,7 +24,7 @@ int pprt__os_signal_restore(int sig, pprt__os_sigsave *save) {
     return 0; /* nothing of pprt's to take away */
   struct sigaction sa;
   pprt__posix_signal_restorable(save, &sa);
-  if (sigaction(sig, &sa, NULL) != 0)
+  if (pprt__sys_sigaction(sig, &sa, NULL) != 0)
     return -errno;
   save->installed = 0;
   return 0;
