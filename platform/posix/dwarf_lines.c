@@ -24,6 +24,7 @@
 #include <elfutils/libdwfl.h>
 
 #include "core/platform.h"
+#include "core/syscalls.h"
 #include "platform/posix/dwarf_scopes.h"
 #include "platform/posix/elf.h"
 
@@ -90,7 +91,7 @@ static char *debug_path(const char *dirs) {
 /* Opens path for libdwfl when it is a readable file: its name goes to
  * *found (malloc'd, libdwfl frees it). */
 static int open_debug(const char *path, char **found) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = pprt__sys_open(path, O_RDONLY | O_CLOEXEC, 0);
   if (fd >= 0 && (*found = strdup(path)) == NULL) {
     close(fd);
     fd = -1;
@@ -254,7 +255,7 @@ static Dwfl_Module *module_for(pprt__os_lines *l, uintptr_t addr, lines_image **
     /* The bytes come from obj->file (/proc/self/exe for a main executable
      * deleted or replaced since it started); the name from its real path,
      * where a .gnu_debuglink file is looked for. */
-    int fd = open(obj->file, O_RDONLY | O_CLOEXEC);
+    int fd = pprt__sys_open(obj->file, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
       return NULL;
     img->dwfl = dwfl_begin(&l->cb);
