@@ -1364,10 +1364,16 @@ static int64_t frame_entry(session *s, uint64_t pc, size_t i) {
       PPRT__RESERVE(s->lines, s->lines_cap, s->nlines + n) == 0) {
     e.first = (uint32_t)s->nlines;
     e.nlines = (uint16_t)n;
-    for (size_t j = 0; j < n; j++)
-      s->lines[s->nlines++] =
-          (pc_line){str_prepare(fr[j].name).id, fr[j].file ? str_prepare(fr[j].file).id : 0,
-                    fr[j].line > 0 ? (uint32_t)fr[j].line : 0};
+    for (size_t j = 0; j < n; j++) {
+      pc_line l = {str_prepare(fr[j].name).id, fr[j].file ? str_prepare(fr[j].file).id : 0,
+                   fr[j].line > 0 ? (uint32_t)fr[j].line : 0};
+      if (l.func == 0) { /* the string table is full: no lines rather than a bad record */
+        e.nlines = 0;
+        break;
+      }
+      s->lines[e.first + j] = l;
+    }
+    s->nlines = e.first + e.nlines;
   }
   if (PPRT__RESERVE(s->pcs, s->pcs_cap, s->npcs + 1) != 0 ||
       pprt__table_intern(&s->pc_index, h, pc_eq, &k, (uint32_t)s->npcs) < 0)
