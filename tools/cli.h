@@ -78,6 +78,8 @@ typedef struct cli_profile {
   uint32_t *loc_first, *loc_count; /* into frames */
   uint32_t *frames;
   char **names;  /* interned display names */
+  char **where;  /* per name: "file:line" (or the function's file and first
+                    line), NULL when the profile does not say */
   void *loc_ids; /* location id -> index (sorted pairs) */
   size_t nnames;
   int sample_index; /* the value shown */
@@ -87,14 +89,22 @@ typedef struct cli_profile {
   uint64_t max_frames;
 } cli_profile;
 
-/* Loads and checks a profile, and selects the value to show as
- * cli_profile_select does (type NULL: the default). Returns CLI_OK, or an
- * error code after printing the one-line message for `cmd`. */
-int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, const char *type);
+/* How frames are named. */
+enum {
+  CLI_VIEW_LINES = 1,  /* "name file.c:42": one frame per source line */
+  CLI_VIEW_INLINE = 2, /* "name (inline)" for a frame inlined into its caller */
+};
+
+/* Loads and checks a profile, names its frames as flags (CLI_VIEW_*) say,
+ * and selects the value to show as cli_profile_select does (type NULL: the
+ * default). Returns CLI_OK, or an error code after printing the one-line
+ * message for `cmd`. */
+int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, const char *type,
+                     unsigned flags);
 /* The same on a profile already in memory; path only names it in messages.
  * data stays the caller's. */
 int cli_profile_load_mem(cli_profile *cp, const char *cmd, const char *path, const uint8_t *data,
-                         size_t len, const char *type);
+                         size_t len, const char *type, unsigned flags);
 /* Selects the value to show: NAME (a sample type) or an index; NULL: the
  * profile's default_sample_type, else the last type (pprof's rule). Then
  * checks the stacks of the samples with a nonzero value against
@@ -184,11 +194,11 @@ int cli_write_collapse(FILE *out, const cli_profile *cp, uint64_t max_bytes);
 typedef struct cli_view_opts {
   const char *file, *out, *sample_index;
   long long n;
-  int cum;
+  int cum, lines;
 } cli_view_opts;
 
 /* Parses argv for a profile command: one FILE, --sample-index, and those
- * of -n (n), --cum (c), -o (o) that allow names. Returns -1 to go on, else
+ * of -n (n), --cum (c), -o (o), --lines (l) that allow names. Returns -1 to go on, else
  * the exit code (after --help: 0). */
 int cli_parse_view(int argc, char **argv, const char *cmd, const char *usage, const char *allow,
                    cli_view_opts *o);
