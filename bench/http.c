@@ -12,7 +12,9 @@
  * than the workload's one (pprt's reader, the endpoint's threads) per
  * second of the workload's own; the signal handler's share is inside the
  * workload's time (bench/cpu measures it). Runs go round-robin and each figure is the median over
- * rounds, so a neighbour's burst of load lands on all rows alike.
+ * rounds, so a neighbour's burst of load lands on all rows alike; the
+ * paired line takes the ratio within each round first (the runs of a round
+ * are back to back) and gives the median and the range over rounds.
  *
  * With CLIENTS > 2 the scrapers are that many clients, each cycling
  * through heap, profile?seconds=1, allocs?seconds=1 and allocs (the load
@@ -191,6 +193,15 @@ int main(int argc, char **argv) {
     for (int c = 0; c < NCONFIG; c++)
       if ((rate[c][r] = run(c, seconds, &cpu[c][r], &other[c][r])) < 0)
         return 1;
+  /* Each round's runs are back to back, so a ratio within a round is paired:
+   * a slow stretch of the machine lands on both sides of it. */
+  double pair_idle[51], pair_bare[51];
+  for (int r = 0; r < rounds; r++) {
+    pair_idle[r] = cpu[SCRAPED][r] / cpu[IDLE][r];
+    pair_bare[r] = cpu[SCRAPED][r] / cpu[BARE][r];
+  }
+  qsort(pair_idle, (size_t)rounds, sizeof pair_idle[0], cmp);
+  qsort(pair_bare, (size_t)rounds, sizeof pair_bare[0], cmp);
   double med[NCONFIG], cmed[NCONFIG], omed[NCONFIG];
   printf("bench/http: %d round(s) of %.0f s; %s; rounds of work, median\n", rounds, seconds,
          g_clients <= 2 ? "scraper: CPU profiles back to back + allocs?seconds=1 and heap"
@@ -211,6 +222,11 @@ int main(int argc, char **argv) {
   printf("scraped / no pprt:     %.4f per CPU-second (%+.2f%%), %.4f per second\n",
          cmed[SCRAPED] / cmed[BARE], 100 * (cmed[SCRAPED] / cmed[BARE] - 1),
          med[SCRAPED] / med[BARE]);
+  printf("paired per round, per CPU-second: scraped / not scraped median %+.2f%% "
+         "(%+.2f%% .. %+.2f%%), scraped / no pprt median %+.2f%% (%+.2f%% .. %+.2f%%)\n",
+         100 * (pair_idle[rounds / 2] - 1), 100 * (pair_idle[0] - 1),
+         100 * (pair_idle[rounds - 1] - 1), 100 * (pair_bare[rounds / 2] - 1),
+         100 * (pair_bare[0] - 1), 100 * (pair_bare[rounds - 1] - 1));
   printf("responses: %d profiles, %d CPU profiles refused as busy, %d invalid (%d client(s), "
          "%.0f s in all)\n",
          atomic_load(&g_ok), atomic_load(&g_busy), atomic_load(&g_bad), g_clients, now_s() - t0);

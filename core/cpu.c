@@ -43,6 +43,7 @@
 #include "core/cpu.h"
 #include "core/heap.h"
 #include "core/platform.h"
+#include "core/process.h"
 #include "core/profile.h"
 #include "core/ring.h"
 #include "core/sigprof.h"
@@ -659,10 +660,12 @@ static void charge_blocked(session *s, blocked_entry *b, uint64_t ns) {
   const char *name = NULL;
   if (pprt__os_thread_name(b->tid, name_buf, sizeof name_buf) == 0)
     name = name_buf;
-  pprt__label labels[2] = {{"thread_id", NULL, (int64_t)b->tid, "id"},
-                           {"thread_name", name, 0, NULL}};
+  pprt__label labels[2 + PPRT__PROCESS_LABELS] = {{"thread_id", NULL, (int64_t)b->tid, "id"},
+                                                  {"thread_name", name, 0, NULL}};
+  size_t nlabels = name ? 2 : 1;
+  nlabels += pprt__process_labels(labels + nlabels);
   int64_t v[2] = {(int64_t)((ns + s->period_ns / 2) / s->period_ns), (int64_t)ns};
-  pprt__profile_add_synthetic(s->prof, PPRT__FRAME_BLOCKED, v, labels, name ? 2 : 1);
+  pprt__profile_add_synthetic(s->prof, PPRT__FRAME_BLOCKED, v, labels, nlabels);
   b->charged += ns;
   b->credit += ns;
   s->blocked_ns += ns;
@@ -828,7 +831,9 @@ static void take_record(session *s, const pprt__ring_record *rec) {
     int64_t n = (int64_t)rec->pcs[0];
     int64_t v[2] = {n, n * period};
     s->lost += (uint64_t)n;
-    pprt__profile_add_synthetic(s->prof, PPRT__FRAME_LOST, v, NULL, 0);
+    pprt__label labels[PPRT__PROCESS_LABELS];
+    size_t nlabels = pprt__process_labels(labels);
+    pprt__profile_add_synthetic(s->prof, PPRT__FRAME_LOST, v, labels, nlabels);
     return;
   }
   if (rec->kind != PPRT__RING_DATA)
@@ -838,9 +843,10 @@ static void take_record(session *s, const pprt__ring_record *rec) {
   uint64_t weight = blocked_saw_sample(s, tid, rec->hdr[2]);
   int64_t v[2] = {count, (int64_t)weight};
   const char *name = thread_name(s, tid);
-  pprt__label labels[2] = {{"thread_id", NULL, (int64_t)tid, "id"},
-                           {"thread_name", name, 0, NULL}};
+  pprt__label labels[2 + PPRT__PROCESS_LABELS] = {{"thread_id", NULL, (int64_t)tid, "id"},
+                                                  {"thread_name", name, 0, NULL}};
   size_t nlabels = name ? 2 : 1;
+  nlabels += pprt__process_labels(labels + nlabels);
   s->samples += (uint64_t)count;
   s->signals++;
   s->sample_ns += weight;

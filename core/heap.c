@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "core/platform.h"
+#include "core/process.h"
 #include "core/profile.h"
 #include "core/table.h"
 #include "core/thread.h"
@@ -486,8 +487,9 @@ int pprt__heap_write_profile(pprt_writer out, const char *default_type,
       continue;
     int64_t v[4] = {(int64_t)llround(allocs * s), (int64_t)llround(allocs * (double)b->size * s),
                     (int64_t)llround(live * s), (int64_t)llround(live * (double)b->size * s)};
-    pprt__label l = {"bytes", NULL, (int64_t)b->size, "bytes"};
-    rc = pprt__profile_add(p, g_stacks + b->stack_off, b->depth, 0, v, &l, 1);
+    pprt__label l[1 + PPRT__PROCESS_LABELS] = {{"bytes", NULL, (int64_t)b->size, "bytes"}};
+    size_t nl = 1 + pprt__process_labels(l + 1);
+    rc = pprt__profile_add(p, g_stacks + b->stack_off, b->depth, 0, v, l, nl);
   }
   pthread_mutex_unlock(&g_lock);
 

@@ -174,5 +174,10 @@ void pprt__trace_free(pprt__trace *t);
  * instant events. Timestamps in microseconds. Returns 0 or the writer's
  * error (-ENOMEM). */
 int pprt__trace_export_json(const pprt__trace *t, pprt_writer out);
+/* The same for the n traces of a process tree in one document: each
+ * process its own pid, named (process_name metadata) after its main
+ * thread, all on one time axis (their origins on the monotonic clock,
+ * which every process shares; otherData.origin_wall_ns is the earliest). */
+int pprt__trace_export_json_many(const pprt__trace *const *ts, size_t n, pprt_writer out);
 
 #endif /* PPRT_CORE_TRACE_H */

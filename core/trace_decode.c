@@ -937,7 +937,8 @@ typedef struct jout {
   char *buf;
   size_t len, cap;
   int err;
-  int first; /* no event written yet */
+  int first;      /* no event written yet */
+  uint64_t shift; /* ns from the export's origin to this trace's */
 } jout;
 
 static void jflush(jout *j) {
@@ -1058,7 +1059,7 @@ static void jmeta(jout *j, const pprt__trace *t, const char *ph, uint64_t tid) {
 static void jevent_at(jout *j, const pprt__trace *t, const char *ph, uint64_t ts, int64_t adj,
                       uint64_t tid) {
   jmeta(j, t, ph, tid);
-  uint64_t ns = ts + EXPORT_SHIFT_NS + (uint64_t)adj;
+  uint64_t ns = ts + EXPORT_SHIFT_NS + j->shift + (uint64_t)adj;
   jprintf(j, ",\"ts\":%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
 }
 
@@ -1288,24 +1289,29 @@ static int export_thread(jout *j, const pprt__trace *t, const size_t *ix, size_t
   return 0;
 }
 
-int pprt__trace_export_json(const pprt__trace *t, pprt_writer out) {
-  jout j = {out, malloc(65536), 0, 65536, 0, 1};
+/* One trace's events into an export (of one or several). */
+static int export_one(jout *jp, const pprt__trace *t) {
   size_t *ix = malloc((t->nevents ? t->nevents : 1) * sizeof *ix);
   tasks tk = {0};
-  if (j.buf == NULL || ix == NULL) {
-    free(j.buf);
-    free(ix);
+  if (ix == NULL)
     return -ENOMEM;
-  }
   int rc = 0;
-  jprintf(&j,
-          "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"pprt\","
-          "\"trace_format_version\":%u,\"generations\":%" PRIu64 ",\"origin_wall_ns\":%" PRIu64
-          "},\n\"traceEvents\":[",
-          t->version, t->ngens, t->origin_wall_ns);
-
+  jout j = *jp; /* written back at the end */
+  /* The process's name: its main thread's (the preload library records the
+   * main thread's start, under the name exec gave the program), else its
+   * first named thread's. */
+  const pprt__trace_str *pname = NULL;
+  for (size_t i = 0; i < t->nthreads; i++)
+    if (t->threads[i].name.s && (t->threads[i].tid == t->pid || pname == NULL))
+      pname = &t->threads[i].name;
   jmeta(&j, t, "M", 0);
-  jprintf(&j, ",\"name\":\"process_name\",\"args\":{\"name\":\"pid %" PRIu64 "\"}}", t->pid);
+  if (pname) {
+    jputs(&j, ",\"name\":\"process_name\",\"args\":{\"name\":");
+    jstr(&j, pname->s, pname->len);
+    jputs(&j, "}}");
+  } else {
+    jprintf(&j, ",\"name\":\"process_name\",\"args\":{\"name\":\"pid %" PRIu64 "\"}}", t->pid);
+  }
   for (size_t i = 0; i < t->nthreads; i++) {
     if (t->threads[i].name.s == NULL)
       continue;
@@ -1371,14 +1377,46 @@ int pprt__trace_export_json(const pprt__trace *t, pprt_writer out) {
             "\"args\":{\"lost\":%" PRIu64 ",\"generation\":%" PRIu64 "}}",
             t->lost[i].count, t->lost[i].count, t->lost[i].gen);
   }
-  jputs(&j, "\n]}\n");
 out:
-  jflush(&j);
-  if (rc == 0)
-    rc = j.err;
-  free(j.buf);
+  *jp = j;
   free(ix);
   free(tk.v);
   pprt__table_free(&tk.index);
   return rc;
+}
+
+int pprt__trace_export_json_many(const pprt__trace *const *ts, size_t n, pprt_writer out) {
+  if (n == 0)
+    return -EINVAL;
+  jout j = {out, malloc(65536), 0, 65536, 0, 1, 0};
+  if (j.buf == NULL)
+    return -ENOMEM;
+  /* One time axis: CLOCK_MONOTONIC is the machine's, so the traces' origins
+   * on it place them against each other. */
+  uint64_t origin = ts[0]->origin_mono_ns, wall = ts[0]->origin_wall_ns;
+  for (size_t i = 1; i < n; i++)
+    if (ts[i]->origin_mono_ns < origin) {
+      origin = ts[i]->origin_mono_ns;
+      wall = ts[i]->origin_wall_ns;
+    }
+  jprintf(&j,
+          "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"pprt\","
+          "\"trace_format_version\":%u,\"generations\":%" PRIu64 ",\"origin_wall_ns\":%" PRIu64
+          ",\"processes\":%zu},\n\"traceEvents\":[",
+          ts[0]->version, ts[0]->ngens, wall, n);
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    j.shift = ts[i]->origin_mono_ns - origin;
+    rc = export_one(&j, ts[i]);
+  }
+  jputs(&j, "\n]}\n");
+  jflush(&j);
+  if (rc == 0)
+    rc = j.err;
+  free(j.buf);
+  return rc;
+}
+
+int pprt__trace_export_json(const pprt__trace *t, pprt_writer out) {
+  return pprt__trace_export_json_many(&t, 1, out);
 }

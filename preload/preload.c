@@ -50,7 +50,8 @@
  *   PPRT_HTTP_ALLOW_REMOTE=1    allow an address other than loopback
  * A process started from a profiled one (fork + exec with the same
  * environment) writes to path.<pid>, so it never overwrites the first
- * process's files, as gperftools does.
+ * process's files, as gperftools does; an image exec'd later by that same
+ * pid writes to path.<pid>.1 (.2, ...) when the earlier one left a file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -100,6 +101,29 @@ static int parse_int(const char *s, long lo, long hi, long *out) {
   return 0;
 }
 
+/* Opens path.<pid> (in out) for a process started from a profiled one.
+ * A process that execs keeps its pid: the image before the exec may have
+ * written there already (its trace up to the exec, a checkpoint), so a
+ * later image takes path.<pid>.1, .2, ... instead of overwriting it; a file
+ * left empty (an image that wrote nothing) is taken over. -1 with errno. */
+static int open_own(char *out, size_t outlen) {
+  size_t base = strlen(out);
+  for (int n = 0; n < 100; n++) {
+    if (n > 0 && snprintf(out + base, outlen - base, ".%d", n) >= (int)(outlen - base)) {
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+    int fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0 || errno != EEXIST)
+      return fd;
+    struct stat st;
+    if (lstat(out, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+      return open(out, O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+  }
+  errno = EEXIST;
+  return -1;
+}
+
 /* Opens an output named by variable `var` (value `path`): a process that
  * inherited the variables from a profiled parent gets its own file. Returns
  * the descriptor, or -1 after saying why on stderr, ending with "not
@@ -115,7 +139,9 @@ static int open_output(const char *var, const char *path, char *out, size_t outl
     fprintf(stderr, "pprt: %s path too long; not %s\n", var, doing);
     return -1;
   }
-  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = owner && strcmp(owner, me) != 0
+               ? open_own(out, outlen)
+               : open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     fprintf(stderr, "pprt: cannot open %s=%s: %s; not %s\n", var, out, strerror(errno), doing);
   return fd;
@@ -315,7 +341,12 @@ static void start_trace(const char *path) {
     fprintf(stderr, "pprt: cannot start tracing: %s; not tracing\n", pprt_strerror(rc));
     close(trace_fd);
     trace_fd = -1;
+    return;
   }
+  /* The main thread's start, with the OS's name for it (the program's, as
+   * exec set it): an exporter names the process after it, even when the
+   * main thread records nothing else. */
+  pprt__trace_thread_start();
 }
 
 /* Parses PPRT_HTTP's "addr:port" or "[v6addr]:port" into host (NUL-ended)
@@ -431,8 +462,10 @@ __attribute__((constructor)) static void preload_start(void) {
     start_cpu(cpu);
   if (cpu_fd >= 0 || heap_fd >= 0 || trace_fd >= 0)
     pprt__exits_start(heap_fd >= 0 ? checkpoint_ms : 0);
-  /* Only the process that was started with it: a child's port would clash. */
-  if (http && *http && !getenv("PPRT_OWNER_PID"))
+  /* Only the process that was started with it: a child's port would clash.
+   * Under `pprt record`, which owns the paths itself, that is its child. */
+  const char *owner = getenv("PPRT_OWNER_PID");
+  if (http && *http && (!owner || atol(owner) == (long)getppid()))
     start_http(http);
   /* Children that exec with these variables write path.<pid>. */
   if (!getenv("PPRT_OWNER_PID")) {

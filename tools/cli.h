@@ -105,6 +105,21 @@ int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, const c
  * data stays the caller's. */
 int cli_profile_load_mem(cli_profile *cp, const char *cmd, const char *path, const uint8_t *data,
                          size_t len, const char *type, unsigned flags);
+/* Loads n profiles as one: a single file as cli_profile_load does, several
+ * merged with pprof's rules (tools/merge.h), named by the first path. With
+ * group_by (a label key, e.g. "process"), every stack gets a root frame
+ * "KEY VALUE" (tools/profile_group.c). type and flags as for
+ * cli_profile_load. */
+int cli_profile_load_many(cli_profile *cp, const char *cmd, char *const *paths, size_t n,
+                          const char *group_by, const char *type, unsigned flags);
+/* Reads and decodes one profile file; CLI_OK, or an error code after the
+ * one-line message for cmd. */
+int cli_profile_decode_file(const char *cmd, const char *path, Pprt__Profile **out);
+/* The table of `pprt top --by KEY`: the selected value summed per value of
+ * label KEY ("process": per program name, with how many pids ran it;
+ * "pid": per process, with its name), n rows (0: all); header: the type
+ * and total above it. */
+int cli_print_by(FILE *out, const cli_profile *cp, const char *key, size_t n, int header);
 /* Selects the value to show: NAME (a sample type) or an index; NULL: the
  * profile's default_sample_type, else the last type (pprof's rule). Then
  * checks the stacks of the samples with a nonzero value against
@@ -195,11 +210,14 @@ typedef struct cli_view_opts {
   const char *file, *out, *sample_index;
   long long n;
   int cum, lines;
+  char **files; /* all the FILEs (file is the first); free() it */
+  size_t nfiles;
+  const char *by; /* --by KEY */
 } cli_view_opts;
 
-/* Parses argv for a profile command: one FILE, --sample-index, and those
- * of -n (n), --cum (c), -o (o), --lines (l) that allow names. Returns -1 to go on, else
- * the exit code (after --help: 0). */
+/* Parses argv for a profile command: FILE..., --sample-index, and those
+ * of -n (n), --cum (c), -o (o), --lines (l), --by (b) that allow names.
+ * Returns -1 to go on, else the exit code (after --help: 0). */
 int cli_parse_view(int argc, char **argv, const char *cmd, const char *usage, const char *allow,
                    cli_view_opts *o);
 
@@ -209,6 +227,7 @@ int cli_cmd_top(int argc, char **argv);
 int cli_cmd_flame(int argc, char **argv);
 int cli_cmd_collapse(int argc, char **argv);
 int cli_cmd_trace(int argc, char **argv);
+int cli_cmd_merge(int argc, char **argv);
 
 /* ---- per-OS helpers (tools/os_<os>.c) ------------------------------------------ */
 

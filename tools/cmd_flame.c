@@ -14,14 +14,18 @@ extern const unsigned char cli_flame_html[];
 extern const unsigned long cli_flame_html_len;
 
 static const char usage[] =
-    "usage: pprt flame FILE [-o OUT.html] [--lines] [--sample-index NAME]\n"
+    "usage: pprt flame FILE... [-o OUT.html] [--lines] [--by KEY] [--sample-index NAME]\n"
     "\n"
     "Writes a flame graph of a pprof profile as one self-contained HTML file\n"
     "(inline script and style, nothing fetched): the root at the top, widths in\n"
     "the chosen value, a search box (regular expression) and click-to-zoom.\n"
     "Functions inlined into their callers have frames of their own, marked\n"
-    "\"(inline)\"; a frame's tooltip says where it is (file:line).\n"
+    "\"(inline)\"; a frame's tooltip says where it is (file:line). Several FILEs\n"
+    "are merged first, as for pprt top (named after the first).\n"
     "\n"
+    "  --by KEY              a root frame \"KEY VALUE\" per value of sample label\n"
+    "                        KEY: --by process groups the stacks by program\n"
+    "                        (with --lines, the frames under it have lines)\n"
     "  -o OUT.html           where to write it (default: FILE's name with .html\n"
     "                        for .pb.gz/.pb/.pprof, e.g. cpu.pb.gz -> cpu.html;\n"
     "                        \"-\" for standard output)\n"
@@ -143,12 +147,15 @@ static char *default_output(const char *in) {
 
 int cli_cmd_flame(int argc, char **argv) {
   cli_view_opts o;
-  int rc = cli_parse_view(argc, argv, "flame", usage, "ol", &o);
-  if (rc >= 0)
+  int rc = cli_parse_view(argc, argv, "flame", usage, "olb", &o);
+  if (rc >= 0) {
+    free(o.files);
     return rc;
+  }
   cli_profile cp;
-  rc = cli_profile_load(&cp, "flame", o.file, o.sample_index,
-                        CLI_VIEW_INLINE | (o.lines ? CLI_VIEW_LINES : 0));
+  rc = cli_profile_load_many(&cp, "flame", o.files, o.nfiles, o.by, o.sample_index,
+                             CLI_VIEW_INLINE | (o.lines ? CLI_VIEW_LINES : 0));
+  free(o.files);
   if (rc != CLI_OK) {
     cli_profile_free(&cp);
     return rc;

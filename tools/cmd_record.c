@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "tools/cli.h"
+#include "tools/cmd_record_tree.h"
 #include "tools/trace_backend.h"
 
 extern char **environ;
@@ -34,7 +35,7 @@ extern char **environ;
 static const char usage[] =
     "usage: pprt record [-o DIR] [--cpu] [--heap] [--trace] [--hz N] [--heap-rate BYTES]\n"
     "                   [--timer MODE] [--unwinder NAME] [--checkpoint SECONDS]\n"
-    "                   [--preload PATH] [-q]\n"
+    "                   [--preload PATH] [--no-procs] [-q]\n"
     "                   [--] PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with pprt's preload library and writes into DIR (default\n"
@@ -42,7 +43,11 @@ static const char usage[] =
     "  --cpu              cpu.pb.gz, the CPU profile (PPRT_CPUPROFILE)\n"
     "  --heap             heap.pb.gz, the heap profile (PPRT_HEAPPROFILE)\n"
     "  --trace            trace.pprt, the execution trace (PPRT_TRACE)\n"
-    "Processes PROGRAM starts (fork + exec) write FILE.<pid> beside them.\n"
+    "PROGRAM and every process it starts (fork + exec, their children, what\n"
+    "they exec) write their own files into DIR/procs/ (FILE.<pid>); at the end\n"
+    "cpu.pb.gz and heap.pb.gz are their merge (each sample labelled with its\n"
+    "pid and process: pprt top --by process), trace.json holds every process's\n"
+    "trace on one timeline, and trace.pprt is PROGRAM's own trace.\n"
     "\n"
     "  -o DIR             output directory, created if missing\n"
     "  --hz N             CPU samples per CPU-second asked (PPRT_CPUPROFILE_HZ;\n"
@@ -59,11 +64,14 @@ static const char usage[] =
     "                     of the last one (PPRT_CHECKPOINT; default 5, 0: off)\n"
     "  --preload PATH     the preload library to use (default: next to pprt, or\n"
     "                     in its install's library directory)\n"
+    "  --no-procs         remove DIR/procs/ once merged: the merged outputs only\n"
     "  -q, --quiet        no live status and no summary\n"
     "\n"
     "On a terminal a status line shows the time elapsed and the CPU time the\n"
     "program has used; at exit a summary on stderr gives the duration, CPU\n"
-    "samples, lost samples, the effective rate and the top 5 functions.\n"
+    "samples, lost samples, the effective rate, the top processes by CPU and\n"
+    "the top 5 functions across them all; files that could not be merged (a\n"
+    "process killed while it wrote) are named and left out.\n"
     "\n"
     "A terminal's ^C or ^\\ goes to PROGRAM, which writes its profiles and ends;\n"
     "pprt waits for it, then says how it ended (exit status, termination signal,\n"
@@ -78,7 +86,7 @@ static const char usage[] =
 
 typedef struct record_opts {
   const char *dir, *hz, *heap_rate, *timer, *unwinder, *preload, *checkpoint;
-  int cpu, heap, trace, quiet;
+  int cpu, heap, trace, quiet, no_procs;
   char **argv; /* the program and its arguments */
 } record_opts;
 
@@ -111,6 +119,8 @@ static int parse(int argc, char **argv, record_opts *o) {
       o->trace = 1;
     } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
       o->quiet = 1;
+    } else if (strcmp(a, "--no-procs") == 0) {
+      o->no_procs = 1;
     } else if ((v = cli_option_value(argc, argv, &i, "-o", &missing)) ||
                (!missing && (v = cli_option_value(argc, argv, &i, "--output", &missing)))) {
       o->dir = v;
@@ -234,35 +244,37 @@ static int make_dirs(const char *dir) {
   return 0;
 }
 
-/* NAME or NAME.<digits> for one of the outputs. */
-static int is_output(const char *name, const char *out) {
+/* NAME, NAME.<pid>, NAME.<pid>.<n>, NAME.tmp and the like: every file an
+ * earlier run's processes may have left. */
+static int is_output_any(const char *name, const char *out) {
   size_t n = strlen(out);
-  if (strncmp(name, out, n) != 0)
-    return 0;
-  if (name[n] == '\0')
-    return 1;
-  if (name[n] != '.' || name[n + 1] == '\0')
-    return 0;
-  for (const char *c = name + n + 1; *c; c++)
-    if (*c < '0' || *c > '9')
-      return 0;
-  return 1;
+  return strncmp(name, out, n) == 0 && (name[n] == '\0' || name[n] == '.');
 }
 
-/* Earlier runs' files would be mistaken for this run's: they go first. */
-static void remove_old_outputs(const char *dir) {
+static void remove_outputs_in(const char *dir) {
   DIR *d = opendir(dir);
   if (d == NULL)
     return;
   struct dirent *e;
   while ((e = readdir(d)) != NULL)
     for (size_t i = 0; i < 3; i++)
-      if (is_output(e->d_name, kOutputs[i])) {
+      if (is_output_any(e->d_name, kOutputs[i])) {
         char path[PATH_MAX];
         if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
           unlink(path);
       }
   closedir(d);
+}
+
+/* Earlier runs' files would be mistaken for this run's: they go first, from
+ * DIR and DIR/procs/ (trace.json too). */
+static void remove_old_outputs(const char *dir) {
+  char path[PATH_MAX];
+  remove_outputs_in(dir);
+  if (snprintf(path, sizeof path, "%s/procs", dir) < (int)sizeof path)
+    remove_outputs_in(path);
+  if (snprintf(path, sizeof path, "%s/trace.json", dir) < (int)sizeof path)
+    unlink(path);
 }
 
 /* ---- the environment -------------------------------------------------------------- */
@@ -294,9 +306,14 @@ static int set_env(const record_opts *o, const char *dir, const char *preload) {
   const int want[] = {o->cpu, o->heap, o->trace};
   for (size_t i = 0; i < 3; i++)
     if (want[i]) {
-      snprintf(path, sizeof path, "%s/%s", dir, kOutputs[i]);
+      snprintf(path, sizeof path, "%s/procs/%s", dir, kOutputs[i]);
       rc |= setenv(clear[i], path, 1);
     }
+  /* Owned by pprt, which writes none: the program itself writes FILE.<pid>
+   * too, like every process of its tree (tools/cmd_record_tree.c). */
+  char me[32];
+  snprintf(me, sizeof me, "%ld", (long)getpid());
+  rc |= setenv("PPRT_OWNER_PID", me, 1);
   if (o->hz)
     rc |= setenv("PPRT_CPUPROFILE_HZ", o->hz, 1);
   if (o->heap_rate)
@@ -429,21 +446,6 @@ static long value_index(const Pprt__Profile *p, const char *type) {
   return -1;
 }
 
-/* The other processes' files: NAME.<pid>. */
-static void list_children(const char *dir, const char *name) {
-  DIR *d = opendir(dir);
-  if (d == NULL)
-    return;
-  struct dirent *e;
-  int n = 0;
-  while ((e = readdir(d)) != NULL)
-    if (strcmp(e->d_name, name) != 0 && is_output(e->d_name, name))
-      fprintf(stderr, "%s%s", n++ ? " " : "  from processes it started: ", e->d_name);
-  if (n)
-    fputc('\n', stderr);
-  closedir(d);
-}
-
 static const char *signal_name(int sig) {
   switch (sig) {
   case SIGHUP:
@@ -519,6 +521,9 @@ static void print_ending(const Pprt__Profile *p, int status) {
   if (printed)
     return;
   printed = 1;
+  /* In a merge, the program's own profile says how the program ended. */
+  if (cli_record_root_profile())
+    p = cli_record_root_profile();
   const char *checkpoint = NULL;
   for (size_t i = 0; i < p->n_comment; i++) {
     const char *c = cli_str(p, p->comment[i]);
@@ -543,7 +548,6 @@ static void summarize_cpu(const char *dir, int status) {
   snprintf(path, sizeof path, "%s/cpu.pb.gz", dir);
   if (!written(path)) {
     why_missing("CPU profile", status);
-    list_children(dir, "cpu.pb.gz");
     return;
   }
   cli_profile cp;
@@ -558,8 +562,10 @@ static void summarize_cpu(const char *dir, int status) {
   int64_t samples = 0;
   for (size_t i = 0; i < p->n_sample && isamples >= 0; i++)
     samples += p->sample[i]->value[isamples];
-  if (comment_number(p, "lost samples", &lost) == 0)
-    samples -= (int64_t)lost; /* the pprt_lost_samples frame carries them */
+  /* The pprt_lost_samples frames carry them: counted there, they add up
+   * over the processes of a merge, whose comments each give their own. */
+  lost = (double)cli_record_lost(&cp, isamples);
+  samples -= (int64_t)lost;
   comment_number(p, "effective rate", &rate);
   char cpu[64];
   cli_format_value(cpu, sizeof cpu, cli_profile_total(&cp), cp.unit);
@@ -584,7 +590,6 @@ static void summarize_cpu(const char *dir, int status) {
     }
   }
   cli_print_top(stderr, &cp, 5, 0, 0);
-  list_children(dir, "cpu.pb.gz");
   cli_profile_free(&cp);
 }
 
@@ -606,7 +611,6 @@ static void summarize_heap(const char *dir, int status) {
   snprintf(path, sizeof path, "%s/heap.pb.gz", dir);
   if (!written(path)) {
     why_missing("heap profile", status);
-    list_children(dir, "heap.pb.gz");
     return;
   }
   cli_profile cp;
@@ -634,7 +638,6 @@ static void summarize_heap(const char *dir, int status) {
   }
   fprintf(stderr, "  top allocation sites by %s:\n", cp.type);
   cli_print_top(stderr, &cp, 5, 0, 0);
-  list_children(dir, "heap.pb.gz");
   cli_profile_free(&cp);
 }
 
@@ -645,7 +648,6 @@ static void summarize_trace(const char *dir, int status) {
   snprintf(path, sizeof path, "%s/trace.pprt", dir);
   if (!written(path)) {
     why_missing("trace", status);
-    list_children(dir, "trace.pprt");
     return;
   }
   uint8_t *data;
@@ -681,7 +683,6 @@ static void summarize_trace(const char *dir, int status) {
   if (tmp)
     fclose(tmp);
   free(data);
-  list_children(dir, "trace.pprt");
 }
 
 /* ---- exiting ---------------------------------------------------------------------- */
@@ -716,8 +717,13 @@ int cli_cmd_record(int argc, char **argv) {
   if (rc != CLI_OK)
     return rc;
   char dir[PATH_MAX];
+  char procs[PATH_MAX + 8];
   if (make_dirs(o.dir) != 0 || realpath(o.dir, dir) == NULL || access(dir, W_OK) != 0)
     return cli_error(CLI_ERECORD, "record", "output directory %s: %s", o.dir, strerror(errno));
+  snprintf(procs, sizeof procs, "%s/procs", dir);
+  if (make_dirs(procs) != 0)
+    return cli_error(CLI_ERECORD, "record", "output directory %s/procs: %s", o.dir,
+                     strerror(errno));
   remove_old_outputs(dir);
   if (set_env(&o, dir, preload) != 0)
     return cli_error(CLI_ERECORD, "record", "cannot set the environment: %s", strerror(errno));
@@ -761,11 +767,12 @@ int cli_cmd_record(int argc, char **argv) {
     /* Paths as the user gave them (pprt never changes directory); the
      * program got absolute ones, as it may. */
     const char *shown = o.dir;
+    cli_record_tree(shown, (long)pid, o.cpu, o.heap, o.trace, 0, o.no_procs);
     const int want[] = {o.cpu, o.heap, o.trace};
     for (size_t i = 0; i < 3; i++) {
       char path[PATH_MAX + 16];
       /* A checkpoint the program was killed in the middle of. */
-      snprintf(path, sizeof path, "%s/%s.tmp", shown, kOutputs[i]);
+      snprintf(path, sizeof path, "%s/procs/%s.tmp", shown, kOutputs[i]);
       unlink(path);
       snprintf(path, sizeof path, "%s/%s", shown, kOutputs[i]);
       struct stat st;
@@ -778,6 +785,8 @@ int cli_cmd_record(int argc, char **argv) {
       summarize_heap(shown, status);
     if (o.trace)
       summarize_trace(shown, status);
+  } else {
+    cli_record_tree(o.dir, (long)pid, o.cpu, o.heap, o.trace, 1, o.no_procs);
   }
   return exit_like(status);
 }

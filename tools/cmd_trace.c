@@ -11,14 +11,16 @@
 
 static const char usage[] =
     "usage: pprt trace check FILE\n"
-    "       pprt trace export FILE [-o OUT.json]\n"
+    "       pprt trace export FILE... [-o OUT.json]\n"
     "\n"
     "check   validates a pprt trace (trace.pprt) and prints a summary: threads,\n"
     "        events by type, time span, generations; a malformed file is one\n"
     "        line naming the offset and the problem\n"
     "export  writes it as Chrome Trace Event JSON for ui.perfetto.dev,\n"
     "        chrome://tracing and speedscope (default OUT: FILE with .json in\n"
-    "        place of .pprt; \"-\" for standard output)\n"
+    "        place of .pprt; \"-\" for standard output); several FILEs (the\n"
+    "        traces of a process tree) go into one document, each process its\n"
+    "        own pid named after its program, all on one time axis\n"
     "\n"
     "Exit status: 0 ok, 1 OUT cannot be written, 2 bad usage, 3 FILE unreadable,\n"
     "malformed or of an unknown version.\n";
@@ -35,6 +37,38 @@ static char *default_output(const char *in) {
   return out;
 }
 
+/* Several traces into one document; frees files. */
+static int export_many(char **files, size_t n, const char *outpath) {
+  const char *cmd = "trace export";
+  char *defpath = NULL;
+  if (outpath == NULL)
+    outpath = defpath = default_output(files[0]);
+  char tmp[4096] = "";
+  FILE *out = stdout;
+  int rc = CLI_OK;
+  if (outpath == NULL) {
+    rc = cli_error(CLI_EFAIL, cmd, "out of memory");
+  } else if (strcmp(outpath, "-") != 0) {
+    snprintf(tmp, sizeof tmp, "%s.tmp", outpath);
+    if ((out = fopen(tmp, "w")) == NULL)
+      rc = cli_error(CLI_EFAIL, cmd, "%s: cannot write: %s", outpath, strerror(errno));
+  }
+  if (rc == CLI_OK) {
+    rc = cli_trace_export_files(cmd, files, n, 0, out, NULL);
+    if ((out == stdout ? fflush(out) : fclose(out)) != 0 && rc == CLI_OK)
+      rc = cli_error(CLI_EFAIL, cmd, "%s: writing failed: %s", outpath, strerror(errno));
+    if (*tmp && rc == CLI_OK && rename(tmp, outpath) != 0)
+      rc = cli_error(CLI_EFAIL, cmd, "%s: cannot write: %s", outpath, strerror(errno));
+    if (*tmp && rc != CLI_OK)
+      remove(tmp);
+    else if (*tmp)
+      fprintf(stderr, "pprt trace export: wrote %s (%zu traces)\n", outpath, n);
+  }
+  free(defpath);
+  free(files);
+  return rc;
+}
+
 int cli_cmd_trace(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     if (argc < 2)
@@ -48,26 +82,41 @@ int cli_cmd_trace(int argc, char **argv) {
     return cli_error(CLI_EUSAGE, "trace", "unknown subcommand '%s' (check or export)", sub);
   const char *cmd = export ? "trace export" : "trace check";
   const char *file = NULL, *outpath = NULL;
+  char **files = calloc((size_t)argc, sizeof *files);
+  size_t nfiles = 0;
+  if (files == NULL)
+    return cli_error(CLI_EFAIL, cmd, "out of memory");
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v;
     int missing = 0;
+    int rc = -1;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage, stdout);
-      return CLI_OK;
-    }
-    if (export && (v = cli_option_value(argc, argv, &i, "-o", &missing)))
+      rc = CLI_OK;
+    } else if (export && (v = cli_option_value(argc, argv, &i, "-o", &missing)))
       outpath = v;
     else if (missing)
-      return cli_error(CLI_EUSAGE, cmd, "%s needs a value (see pprt trace --help)", a);
+      rc = cli_error(CLI_EUSAGE, cmd, "%s needs a value (see pprt trace --help)", a);
     else if (a[0] == '-' && a[1] != '\0')
-      return cli_error(CLI_EUSAGE, cmd, "unknown option '%s' (see pprt trace --help)", a);
-    else if (file)
-      return cli_error(CLI_EUSAGE, cmd, "one FILE only, got '%s' and '%s'", file, a);
+      rc = cli_error(CLI_EUSAGE, cmd, "unknown option '%s' (see pprt trace --help)", a);
+    else if (file && !export)
+      rc = cli_error(CLI_EUSAGE, cmd, "one FILE only, got '%s' and '%s'", file, a);
+    else if (!file)
+      file = files[nfiles++] = argv[i];
     else
-      file = a;
+      files[nfiles++] = argv[i];
+    if (rc >= 0) {
+      free(files);
+      return rc;
+    }
   }
-  if (file == NULL)
+  if (file == NULL) {
+    free(files);
     return cli_error(CLI_EUSAGE, cmd, "missing FILE (see pprt trace --help)");
+  }
+  if (nfiles > 1)
+    return export_many(files, nfiles, outpath);
+  free(files);
 
   uint8_t *data;
   size_t len;

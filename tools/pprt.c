@@ -11,17 +11,21 @@ static const char usage[] =
     "Commands:\n"
     "  record [-o DIR] [--cpu] [--heap] [--trace] [--hz N] [--heap-rate BYTES] -- PROGRAM "
     "[ARGS...]\n"
-    "                       run PROGRAM under the preload library; write cpu.pb.gz,\n"
-    "                       heap.pb.gz, trace.pprt into DIR and print a summary\n"
-    "  top FILE [-n N] [--cum] [--sample-index NAME]\n"
-    "                       the top functions of a pprof profile (pprt's or Go's)\n"
-    "  flame FILE [-o OUT.html] [--sample-index NAME]\n"
+    "                       run PROGRAM and the processes it starts under the preload\n"
+    "                       library; write cpu.pb.gz, heap.pb.gz (their merge),\n"
+    "                       trace.pprt, trace.json into DIR and print a summary\n"
+    "  top FILE... [-n N] [--cum] [--lines] [--by KEY] [--sample-index NAME]\n"
+    "                       the top functions of pprof profiles (pprt's or Go's),\n"
+    "                       or their values per process (--by process)\n"
+    "  flame FILE... [-o OUT.html] [--lines] [--by KEY] [--sample-index NAME]\n"
     "                       a self-contained HTML flame graph\n"
-    "  collapse FILE [-o OUT] [--sample-index NAME]\n"
+    "  collapse FILE... [-o OUT] [--lines] [--by KEY] [--sample-index NAME]\n"
     "                       folded stacks (\"a;b;c 42\") for other flame graph tools\n"
+    "  merge -o OUT FILE... several profiles as one (pprof's rules)\n"
     "  trace check FILE     validate a trace and summarise it\n"
-    "  trace export FILE [-o OUT.json]\n"
-    "                       a trace as Chrome Trace Event JSON (Perfetto, chrome://tracing)\n"
+    "  trace export FILE... [-o OUT.json]\n"
+    "                       traces as Chrome Trace Event JSON (Perfetto, chrome://tracing),\n"
+    "                       several on one time axis, a pid per process\n"
     "\n"
     "  pprt COMMAND --help  what a command does and its options\n"
     "  pprt --version       pprt's version\n"
@@ -57,11 +61,8 @@ int main(int argc, char **argv) {
   static const struct {
     const char *name;
     int (*run)(int, char **);
-  } cmds[] = {{"record", cli_cmd_record},
-              {"top", cli_cmd_top},
-              {"flame", cli_cmd_flame},
-              {"collapse", cli_cmd_collapse},
-              {"trace", cli_cmd_trace}};
+  } cmds[] = {{"record", cli_cmd_record},     {"top", cli_cmd_top},     {"flame", cli_cmd_flame},
+              {"collapse", cli_cmd_collapse}, {"merge", cli_cmd_merge}, {"trace", cli_cmd_trace}};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (strcmp(cmd, cmds[i].name) == 0)
       return cmds[i].run(argc - 1, argv + 1);

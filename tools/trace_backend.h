@@ -24,4 +24,12 @@ int cli_trace_check(const uint8_t *data, size_t len, FILE *out, char *err, size_
  * -EIO when out could not be written. */
 int cli_trace_export(const uint8_t *data, size_t len, FILE *out, char *err, size_t errlen);
 
+/* Reads, decodes and exports the n trace files in paths as one document
+ * (tools/trace_many.c). A bad file is an error (CLI_EINPUT, after its
+ * message), or with skip_bad a line on stderr naming it, and left out;
+ * a file cut short keeps its complete generations then. *exported (may be
+ * NULL) receives how many traces went in. */
+int cli_trace_export_files(const char *cmd, char *const *paths, size_t n, int skip_bad, FILE *out,
+                           size_t *exported);
+
 #endif /* PPRT_TOOLS_TRACE_BACKEND_H */
