@@ -1,6 +1,9 @@
 /* Profile builder benchmark: build and write a gzip'd pprof profile from
  * 100,000 samples over 10,000 distinct stacks of depth 32, and the same
- * with pprof's own Go package (bench/pprof-go) in the same run.
+ * with pprof's own Go package (bench/pprof-go) in the same run. Then
+ * symbolization: the write time and peak RSS of a profile of 10,000 distinct
+ * real addresses spread over the program, libc and libstdc++, in mode lines
+ * (DWARF through libdw) against mode names, in the same run.
  *
  * Each encoder runs in a child process, so peak memory (max RSS, from
  * wait4) is measured the same way for both; the clock covers building and
@@ -9,17 +12,20 @@
  * Usage: bench/profile [path to the pprof-go binary]
  *        (without it, `go build` is run in bench/pprof-go; if Go is missing
  *        only pprt's figures are printed) */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/platform.h"
 #include "core/profile.h"
+#include "core/symbolize.h"
 
 #define SAMPLES 100000
 #define STACKS 10000
@@ -86,14 +92,142 @@ static int run_pprt(const char *out_path) {
   return 0;
 }
 
+/* ---- symbolization -------------------------------------------------------------- */
+
+#define SYM_ADDRS 10000
+#define SYM_DEPTH 8
+
+typedef struct code_range {
+  uintptr_t start, limit;
+} code_range;
+
+typedef struct ranges {
+  code_range v[3]; /* the program, libc, libstdc++ */
+  int found[3];
+} ranges;
+
+static int find_code(const pprt__os_image *img, void *ctx) {
+  ranges *r = ctx;
+  int k = img->is_main                     ? 0
+          : strstr(img->path, "/libc.so")  ? 1
+          : strstr(img->path, "libstdc++") ? 2
+                                           : -1;
+  if (k >= 0 && !r->found[k]) {
+    r->v[k] = (code_range){img->start, img->limit};
+    r->found[k] = 1;
+  }
+  return 0;
+}
+
+/* A profile whose stacks use SYM_ADDRS distinct code addresses, a third in
+ * each image, evenly spread; NULL if an image is missing. */
+static pprt__profile *symbolize_profile(void) {
+  if (dlopen("libstdc++.so.6", RTLD_NOW) == NULL) {
+    fprintf(stderr, "bench/profile: no libstdc++.so.6: %s\n", dlerror());
+    return NULL;
+  }
+  ranges r;
+  memset(&r, 0, sizeof r);
+  pprt__os_image_each(find_code, &r);
+  if (!r.found[0] || !r.found[1] || !r.found[2]) {
+    fprintf(stderr, "bench/profile: the program, libc or libstdc++ was not found\n");
+    return NULL;
+  }
+  static uintptr_t addr[SYM_ADDRS];
+  for (int i = 0; i < SYM_ADDRS; i++) {
+    const code_range *c = &r.v[i % 3];
+    size_t per = SYM_ADDRS / 3 + 1, j = (size_t)i / 3;
+    addr[i] = c->start + (c->limit - c->start) / per * j + 1; /* +1: a return address */
+  }
+  pprt__value_type types[2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
+  pprt__profile *p;
+  if (pprt__profile_new(&p, types, 2, types[1], 10000000) != 0)
+    return NULL;
+  if (pprt__profile_add_os_mappings(p) != 0)
+    return NULL;
+  int64_t v[2] = {1, 10000000};
+  uintptr_t pcs[SYM_DEPTH];
+  for (int s = 0; s < SYM_ADDRS; s++) {
+    for (int j = 0; j < SYM_DEPTH; j++)
+      pcs[j] = addr[((size_t)s * SYM_DEPTH + (size_t)j) % SYM_ADDRS];
+    if (pprt__profile_add(p, pcs, SYM_DEPTH, 0, v, NULL, 0) != 0)
+      return NULL;
+  }
+  return p;
+}
+
+/* In the child: prints "ns=... bytes=..." for writing that profile in the
+ * mode named by arg ("lines" or "names"). */
+static int run_symbolize(const char *arg) {
+  pprt__profile *p = symbolize_profile();
+  if (p == NULL)
+    return 1;
+  pprt_set_symbolize(strcmp(arg, "lines") == 0 ? PPRT_SYMBOLIZE_LINES : PPRT_SYMBOLIZE_NAMES);
+  counter c = {0};
+  pprt_writer w = {count_write, &c};
+  struct timespec c0, c1;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+  uint64_t t0 = pprt__os_monotonic_ns();
+  if (pprt__profile_write_os(p, 1, w) != 0)
+    return 1;
+  uint64_t ns = pprt__os_monotonic_ns() - t0;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+  long long cpu_ns = (long long)(c1.tv_sec - c0.tv_sec) * 1000000000 + (c1.tv_nsec - c0.tv_nsec);
+  printf("ns=%llu bytes=%zu cpu=%lld\n", (unsigned long long)ns, c.bytes, cpu_ns);
+  return 0;
+}
+
+typedef struct membuf {
+  uint8_t *data;
+  size_t len, cap;
+} membuf;
+
+static int mem_write(void *ctx, const void *data, size_t len) {
+  membuf *m = ctx;
+  if (m->len + len > m->cap) {
+    size_t cap = (m->len + len) * 2;
+    uint8_t *d = realloc(m->data, cap);
+    if (d == NULL)
+      return -ENOMEM;
+    m->data = d;
+    m->cap = cap;
+  }
+  memcpy(m->data + m->len, data, len);
+  m->len += len;
+  return 0;
+}
+
+/* What mode lines found, counted in a profile written here (unmeasured):
+ * locations with a file:line, and Lines of inlined functions. */
+static void count_lines(size_t *with_line, size_t *nlocs, size_t *inlined) {
+  *with_line = *nlocs = *inlined = 0;
+  pprt__profile *p = symbolize_profile();
+  membuf m = {0};
+  Pprt__Profile *prof = NULL;
+  char err[128];
+  pprt_set_symbolize(PPRT_SYMBOLIZE_LINES);
+  if (p == NULL || pprt__profile_write_os(p, 1, (pprt_writer){mem_write, &m}) != 0 ||
+      pprt__profile_decode(m.data, m.len, &prof, err, sizeof err) != 0)
+    return;
+  for (size_t i = 0; i < prof->n_location; i++) {
+    const Pprt__Location *l = prof->location[i];
+    *nlocs += 1;
+    *with_line += l->n_line > 0 && l->line[0]->line > 0;
+    *inlined += l->n_line > 1 ? l->n_line - 1 : 0;
+  }
+  pprt__profile_decoded_free(prof);
+  pprt__profile_free(p);
+  free(m.data);
+}
+
 typedef struct result {
-  double ms, mib;
+  double ms, mib, cpu_ms; /* cpu_ms: the write's CPU time, where the child says */
   long bytes;
   int ok;
 } result;
 
-/* Runs argv (or run_pprt when argv is NULL) in a child; parses its line. */
-static result measure(char *const argv[], const char *out_path) {
+/* Runs argv (or child(arg) when argv is NULL) in a child; parses its line. */
+static result measure(char *const argv[], int (*child)(const char *), const char *arg) {
   result r = {0};
   int fds[2];
   if (pipe(fds) != 0)
@@ -104,7 +238,7 @@ static result measure(char *const argv[], const char *out_path) {
     dup2(fds[1], 1);
     close(fds[0]);
     if (argv == NULL) {
-      int rc = run_pprt(out_path);
+      int rc = child(arg);
       fflush(stdout);
       _exit(rc);
     }
@@ -120,12 +254,60 @@ static result measure(char *const argv[], const char *out_path) {
   if (wait4(pid, &status, 0, &ru) < 0 || n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status))
     return r;
   unsigned long long ns;
-  if (sscanf(line, "ns=%llu bytes=%ld", &ns, &r.bytes) != 2)
+  long long cpu = -1;
+  if (sscanf(line, "ns=%llu bytes=%ld cpu=%lld", &ns, &r.bytes, &cpu) < 2)
     return r;
+  r.cpu_ms = cpu >= 0 ? (double)cpu / 1e6 : -1;
   r.ms = (double)ns / 1e6;
   r.mib = (double)ru.ru_maxrss / 1024.0; /* ru_maxrss is KiB on Linux and FreeBSD */
   r.ok = 1;
   return r;
+}
+
+/* The symbolization figures; 1 when the targets are met. */
+static int symbolize_figures(void) {
+  printf("symbolization: %d distinct addresses (the program, libc, libstdc++), stacks of %d;\n"
+         "  the fastest of 3 runs each; time and CPU time of the write\n",
+         SYM_ADDRS, SYM_DEPTH);
+  if (pprt__symbolize_mode() != PPRT_SYMBOLIZE_LINES) {
+    printf("  PPRT_SYMBOLIZE asks for another mode; not measured\n");
+    return 1;
+  }
+  if (dlopen("libstdc++.so.6", RTLD_LAZY) == NULL) { /* macOS, FreeBSD: libc++ */
+    printf("  no libstdc++.so.6 here; not measured\n");
+    return 1;
+  }
+  /* The fastest of three runs of each: this is a shared machine's figure. */
+  result names = {0}, lines = {0};
+  for (int i = 0; i < 3; i++) {
+    result n = measure(NULL, run_symbolize, "names"), l = measure(NULL, run_symbolize, "lines");
+    if (!n.ok || !l.ok) {
+      fprintf(stderr, "bench/profile: the symbolization runs failed\n");
+      return 0;
+    }
+    if (!names.ok || n.ms < names.ms)
+      names = n;
+    if (!lines.ok || l.ms < lines.ms)
+      lines = l;
+  }
+  size_t with_line, nlocs, inlined;
+  count_lines(&with_line, &nlocs, &inlined);
+  printf("  %-28s %9s %10s %12s %12s\n", "", "time", "CPU time", "peak RSS", "output");
+  printf("  %-28s %7.1f ms %7.1f ms %8.1f MiB %9ld B\n", "names (symbol tables)", names.ms,
+         names.cpu_ms, names.mib, names.bytes);
+  printf("  %-28s %7.1f ms %7.1f ms %8.1f MiB %9ld B\n", "lines (DWARF, libdw)", lines.ms,
+         lines.cpu_ms, lines.mib, lines.bytes);
+  printf("  lines: %zu of %zu locations with file:line, %zu inlined frames\n", with_line, nlocs,
+         inlined);
+  if (with_line == 0) {
+    printf("  (no lines: a build without libdw, or no debug information; targets not checked)\n");
+    return 1;
+  }
+  int ok = lines.ms <= 300 && lines.mib <= 1.5 * names.mib;
+  printf("  lines / names: time %.2fx, peak RSS %.2fx\n", lines.ms / names.ms,
+         lines.mib / names.mib);
+  printf("  target (lines <= 300 ms, RSS <= 1.5x names): %s\n", ok ? "met" : "MISSED");
+  return ok;
 }
 
 int main(int argc, char **argv) {
@@ -145,7 +327,7 @@ int main(int argc, char **argv) {
 
   printf("pprt profile benchmark: %d samples, %d distinct stacks, depth %d\n", SAMPLES, STACKS,
          DEPTH);
-  result c = measure(NULL, NULL);
+  result c = measure(NULL, run_pprt, NULL);
   if (!c.ok) {
     fprintf(stderr, "bench/profile: the pprt encoder failed\n");
     return 1;
@@ -153,10 +335,11 @@ int main(int argc, char **argv) {
   printf("  %-28s %9s %12s %12s\n", "", "time", "peak RSS", "output");
   printf("  %-28s %7.1f ms %8.1f MiB %9ld B\n", "pprt (C, protobuf-c, zlib)", c.ms, c.mib,
          c.bytes);
+  int sym_ok = symbolize_figures();
   if (!go_bin[0])
-    return 0;
+    return sym_ok ? 0 : 1;
   char *gargv[] = {go_bin, NULL};
-  result g = measure(gargv, NULL);
+  result g = measure(gargv, NULL, NULL);
   if (!g.ok) {
     fprintf(stderr, "bench/profile: %s failed\n", go_bin);
     return 1;
@@ -167,5 +350,5 @@ int main(int argc, char **argv) {
          (double)c.bytes / (double)g.bytes);
   int ok = c.ms < g.ms && c.bytes <= g.bytes;
   printf("  target (faster, no larger): %s\n", ok ? "met" : "MISSED");
-  return ok ? 0 : 1;
+  return ok && sym_ok ? 0 : 1;
 }

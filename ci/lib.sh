@@ -37,10 +37,12 @@ apt_install() { # apt_install PKG... : installs those not installed yet
     "${missing[@]}" >/dev/null
 }
 
-# libmicrohttpd-dev: the HTTP endpoint (optional; the library builds without it).
+# libmicrohttpd-dev: the HTTP endpoint; libdw-dev: source lines and inline
+# frames (both optional; the library builds without them).
 build_packages=(cmake make gcc libc6-dev binutils file pkg-config zlib1g-dev libprotobuf-c-dev
-                libmicrohttpd-dev)
-test_packages=(protobuf-c-compiler libcmocka-dev libunwind-dev xz-utils)
+                libmicrohttpd-dev libdw-dev)
+# g++: the C++ demangling test.
+test_packages=(protobuf-c-compiler libcmocka-dev libunwind-dev xz-utils g++)
 
 install_build_deps() {
   case $ci_os in
@@ -49,13 +51,13 @@ install_build_deps() {
       apt_install "${build_packages[@]}" || { echo "apt-get install failed"; return 1; }
     else
       echo "not Debian/Ubuntu: install cmake, a C compiler, pkg-config, zlib and protobuf-c" \
-           "development packages (and libmicrohttpd's, for the HTTP endpoint) with your package" \
-           "manager"
+           "development packages (and libmicrohttpd's, for the HTTP endpoint, and elfutils' libdw," \
+           "for source lines) with your package manager"
     fi ;;
   Darwin)
     echo "macOS: brew install cmake pkg-config protobuf-c libmicrohttpd" ;;
   FreeBSD)
-    echo "FreeBSD: pkg install cmake pkgconf protobuf-c libmicrohttpd" ;;
+    echo "FreeBSD: pkg install cmake pkgconf protobuf-c libmicrohttpd elfutils" ;;
   esac
 }
 
@@ -71,7 +73,7 @@ install_test_deps() {
       command -v chromium >/dev/null || apt_install chromium ||
         echo "chromium could not be installed (the flame graph test will SKIP)"
     else
-      echo "also for the tests: cmocka, libunwind, protobuf-c-compiler, xz, go, chromium"
+      echo "also for the tests: cmocka, libunwind, protobuf-c-compiler, xz, go, chromium, a C++ compiler"
     fi ;;
   Darwin)
     echo "macOS, for the tests: brew install cmocka go" ;;

@@ -84,6 +84,18 @@ if(NOT DEFINED PPRT_HTTP OR PPRT_HTTP)
   endif()
 endif()
 
+# elfutils' libdw, for source lines: PPRT_SYMBOLIZER=libdw (the default
+# where pkg-config finds it). libdw.pc asks for libelf too.
+if(PPRT_SYMBOLIZER STREQUAL "libdw")
+  pprt_find_dependency(libdw PKG libdw HEADER elfutils/libdwfl.h LIBS dw
+    DEBIAN "apt-get install libdw-dev" MACOS "not available (Darwin uses macho)"
+    FREEBSD "pkg install elfutils; or configure with -DPPRT_SYMBOLIZER=elf")
+  pprt_find_dependency(libelf PKG libelf HEADER libelf.h LIBS elf
+    DEBIAN "apt-get install libelf-dev" MACOS "not available"
+    FREEBSD "part of the base system")
+  list(APPEND pprt_dep_targets pprt_dep::libdw pprt_dep::libelf)
+endif()
+
 if(PPRT_BUILD_TESTS)
   pprt_find_dependency(cmocka PKG cmocka HEADER cmocka.h LIBS cmocka
     DEBIAN "apt-get install libcmocka-dev" MACOS "brew install cmocka"

@@ -482,6 +482,46 @@ int pprt__os_symbolize(pprt__os_symbolizer *s, uintptr_t addr, const char **name
 /* Releases the symbolizer, its mapped files and its tables. NULL is allowed. */
 void pprt__os_symbolizer_close(pprt__os_symbolizer *s);
 
+/* ---- source lines ---------------------------------------------------------- */
+
+/* Source lines and inline frames from debug information, for the write-time
+ * symbolizer (core/symbolize.c). ELF systems with elfutils' libdw
+ * (platform/posix/dwarf_lines.c): DWARF 4 and 5, compressed and split
+ * sections, separate debug files found by build id and .gnu_debuglink.
+ * Elsewhere, or built without libdw, open returns -ENOTSUP
+ * (platform/posix/lines_none.c). Each image's debug information is opened
+ * once, on the first address that falls in it. None of these is AS-safe;
+ * one reader is used by one thread at a time. */
+typedef struct pprt__os_lines pprt__os_lines;
+
+/* One frame of an address's inline chain. name is the function's linkage
+ * name (C++ mangled) where the debug information has one, else its source
+ * name, and NULL when the debug information has a line for the address but
+ * no function (assembly): the caller names it from the symbol table. file
+ * is NULL and line 0 when unknown. */
+typedef struct pprt__os_frame {
+  const char *name;
+  const char *file;
+  int line;
+  int start_line; /* the function's declaration line, or 0 */
+} pprt__os_frame;
+
+/* Opens a reader over a snapshot of the loaded images. Separate debug files
+ * are looked for in the directories of debug_dirs (colon-separated, each
+ * holding a .build-id tree; NULL for none) before the system's
+ * (/usr/lib/debug). Errors: -ENOMEM, -ENOTSUP (no debug information reader
+ * in this build or on this OS). */
+int pprt__os_lines_open(pprt__os_lines **out, const char *debug_dirs);
+
+/* Resolves addr into at most max frames at out, innermost (inlined) first:
+ * the last is the function whose code holds addr, and each frame's line is
+ * where it calls the frame before it. Returns the number of frames, 0 when
+ * no debug information covers addr. The strings stay valid until close. */
+int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *out, size_t max);
+
+/* Releases the reader and every image's debug information. NULL is allowed. */
+void pprt__os_lines_close(pprt__os_lines *l);
+
 /* ---- the process ------------------------------------------------------------ */
 
 /* The program's command line for the HTTP endpoint's /debug/pprof/cmdline:

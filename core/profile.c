@@ -22,6 +22,24 @@
 /* pprt__reserve (core/table.h), shorter. */
 #define RESERVE PPRT__RESERVE
 
+/* What symbolization found for one location. */
+enum { SYM_DONE = 1, SYM_DWARF = 2 };
+typedef struct loc_sym {
+  uint32_t first;
+  uint16_t n;
+  uint8_t state; /* SYM_* bits */
+} loc_sym;
+
+typedef struct line_rec {
+  uint64_t func; /* id: index in funcs + 1 */
+  int64_t line;
+} line_rec;
+
+/* A Function: string indices and its first line. */
+typedef struct func_rec {
+  int64_t name, system_name, file, start_line;
+} func_rec;
+
 typedef struct mapping {
   uint64_t start, limit, offset;
   int64_t path, build_id; /* string indices */
@@ -63,6 +81,18 @@ struct pprt__profile {
 
   mapping *maps;
   size_t nmaps, maps_cap;
+
+  /* Symbolization, done at the first write that needs it and kept for the
+   * later ones (a CPU session's checkpoints): location i's lines, innermost
+   * first, are lines[lsym[i].first ..][0, lsym[i].n). */
+  loc_sym *lsym;
+  size_t lsym_cap;
+  line_rec *lines;
+  size_t nlines, lines_cap;
+  func_rec *funcs;
+  size_t nfuncs, funcs_cap;
+  pprt__table func_index;
+  size_t nlocs_symbolized; /* lsym[0, this) is initialised */
 };
 
 /* ---- strings ---------------------------------------------------------------- */
@@ -152,6 +182,10 @@ void pprt__profile_free(pprt__profile *p) {
   free(p->scratch);
   pprt__table_free(&p->sample_index);
   free(p->maps);
+  free(p->lsym);
+  free(p->lines);
+  free(p->funcs);
+  pprt__table_free(&p->func_index);
   free(p);
 }
 
@@ -390,14 +424,14 @@ typedef struct encoding {
   Pprt__Line *lines, **line_ptrs;
   Pprt__Function *funcs, **func_ptrs;
   uint32_t *loc_map;   /* per location: index into maps + 1, or 0 */
-  uint64_t *func_of;   /* per location: function id, or 0 */
-  int64_t *func_name;  /* per function: string index */
-  uint8_t *map_named;  /* per mapping: every location in it has a name */
+  uint8_t *map_flags;  /* per mapping: MAP_* true of every location in it */
   uint32_t *order;     /* location indices in output order */
   uint64_t *new_id;    /* per location index: its id in the output */
   uint64_t *locids;    /* the samples' location ids, renumbered */
   uint8_t *packed;
 } encoding;
+
+enum { MAP_FUNCS = 1, MAP_FILES = 2, MAP_LINES = 4, MAP_INLINE = 8, MAP_USED = 16 };
 
 static void encoding_free(encoding *e) {
   free(e->samples);
@@ -413,9 +447,7 @@ static void encoding_free(encoding *e) {
   free(e->funcs);
   free(e->func_ptrs);
   free(e->loc_map);
-  free(e->func_of);
-  free(e->func_name);
-  free(e->map_named);
+  free(e->map_flags);
   free(e->order);
   free(e->new_id);
   free(e->locids);
@@ -432,24 +464,74 @@ static uint32_t find_mapping(const pprt__profile *p, size_t n, uint64_t addr) {
 }
 
 struct func_key {
-  const encoding *e;
-  int64_t name;
+  const pprt__profile *p;
+  func_rec f;
 };
 
 static int func_eq(const void *ctx, uint32_t idx) {
   const struct func_key *k = ctx;
-  return k->e->func_name[idx] == k->name;
+  return memcmp(&k->p->funcs[idx], &k->f, sizeof k->f) == 0;
+}
+
+/* The id of the Function f, adding it if new; 0 on ENOMEM. */
+static uint64_t func_intern(pprt__profile *p, func_rec f) {
+  if (RESERVE(p->funcs, p->funcs_cap, p->nfuncs + 1) != 0)
+    return 0;
+  struct func_key k = {p, f};
+  uint64_t h =
+      pprt__hash_word(pprt__hash_word(PPRT__HASH_SEED, (uint64_t)f.name), (uint64_t)f.system_name);
+  h = pprt__hash_finish(
+      pprt__hash_word(pprt__hash_word(h, (uint64_t)f.file), (uint64_t)f.start_line));
+  int64_t idx = pprt__table_intern(&p->func_index, h, func_eq, &k, (uint32_t)p->nfuncs);
+  if (idx < 0)
+    return 0;
+  if (idx == (int64_t)p->nfuncs)
+    p->funcs[p->nfuncs++] = f;
+  return (uint64_t)idx + 1;
+}
+
+/* Symbolizes location i once: its frames become lines (innermost first)
+ * of interned functions. A location sym knows nothing about gets none. */
+static int symbolize_location(pprt__profile *p, size_t i, pprt__symbolize_fn sym, void *ctx) {
+  pprt__frame fr[PPRT__MAX_FRAMES];
+  unsigned flags = 0;
+  size_t n = 0;
+  if (p->loc_synth[i])
+    fr[n++] = (pprt__frame){p->strs[p->loc_synth[i]], NULL, NULL, 0, 0};
+  else
+    n = sym(ctx, p->loc_addr[i], fr, PPRT__MAX_FRAMES, &flags);
+  if (n > PPRT__MAX_FRAMES)
+    n = PPRT__MAX_FRAMES;
+  if (RESERVE(p->lines, p->lines_cap, p->nlines + n) != 0)
+    return -ENOMEM;
+  size_t first = p->nlines;
+  for (size_t j = 0; j < n; j++) {
+    if (fr[j].name == NULL || fr[j].name[0] == '\0') {
+      p->nlines = first; /* a frame without a name makes the location unnamed */
+      n = 0;
+      break;
+    }
+    const char *sys = fr[j].system_name ? fr[j].system_name : fr[j].name;
+    func_rec f = {str_intern(p, fr[j].name), str_intern(p, sys), str_intern(p, fr[j].file),
+                  fr[j].start_line > 0 ? fr[j].start_line : 0};
+    uint64_t id = (f.name < 0 || f.system_name < 0 || f.file < 0) ? 0 : func_intern(p, f);
+    if (id == 0) {
+      p->nlines = first;
+      return -ENOMEM;
+    }
+    p->lines[p->nlines++] = (line_rec){id, fr[j].line > 0 ? fr[j].line : 0};
+  }
+  p->lsym[i] = (loc_sym){(uint32_t)first, (uint16_t)n,
+                         (uint8_t)(SYM_DONE | ((flags & PPRT__FRAMES_DWARF) ? SYM_DWARF : 0))};
+  return 0;
 }
 
 /* Resolves each location's mapping (adding "[anon]" for addresses in none)
- * and, with sym, its function. */
-static int resolve(pprt__profile *p, encoding *e, pprt__symbolize_fn sym, void *sym_ctx,
-                   size_t *nfuncs) {
+ * and, with sym, its lines; then what each mapping's flags can claim. */
+static int resolve(pprt__profile *p, encoding *e, pprt__symbolize_fn sym, void *sym_ctx) {
   size_t declared = p->nmaps;
   e->loc_map = calloc(p->nlocs + 1, sizeof *e->loc_map);
-  e->func_of = calloc(p->nlocs + 1, sizeof *e->func_of);
-  e->func_name = calloc(p->nlocs + 1, sizeof *e->func_name);
-  if (!e->loc_map || !e->func_of || !e->func_name)
+  if (!e->loc_map)
     return -ENOMEM;
 
   /* Sorted search would be faster; images number in the tens and this runs
@@ -486,47 +568,55 @@ static int resolve(pprt__profile *p, encoding *e, pprt__symbolize_fn sym, void *
         e->loc_map[i] = (uint32_t)p->nmaps;
   }
 
-  e->map_named = malloc(p->nmaps + 1);
-  if (!e->map_named)
+  if (RESERVE(p->lsym, p->lsym_cap, p->nlocs) != 0)
     return -ENOMEM;
-  memset(e->map_named, sym ? 1 : 0, p->nmaps + 1);
-  uint8_t *map_used = calloc(p->nmaps + 1, 1);
-  if (!map_used)
+  e->map_flags = malloc(p->nmaps + 1);
+  if (!e->map_flags)
     return -ENOMEM;
-  pprt__table funcs = {0};
-  int rc = 0;
-  *nfuncs = 0;
-  for (size_t i = 0; i < p->nlocs && rc == 0; i++) {
-    int64_t name = p->loc_synth[i];
-    if (!name) {
-      map_used[e->loc_map[i]] = 1;
-      const char *s = sym ? sym(sym_ctx, p->loc_addr[i]) : NULL;
-      if (s == NULL || s[0] == '\0') {
-        e->map_named[e->loc_map[i]] = 0;
-        continue;
-      }
-      if ((name = str_intern(p, s)) < 0) {
-        rc = -ENOMEM;
-        break;
-      }
+  memset(e->map_flags, MAP_FUNCS | MAP_FILES | MAP_LINES, p->nmaps + 1);
+  for (size_t i = 0; i < p->nlocs; i++) {
+    if (i >= p->nlocs_symbolized)
+      p->lsym[i] = (loc_sym){0, 0, 0};
+    /* Without sym only the synthetic frames get a name. */
+    if (!(p->lsym[i].state & SYM_DONE) && (sym || p->loc_synth[i])) {
+      int rc = symbolize_location(p, i, sym, sym_ctx);
+      if (rc != 0)
+        return rc;
     }
-    struct func_key k = {e, name};
-    e->func_name[*nfuncs] = name;
-    int64_t idx = pprt__table_intern(&funcs, pprt__hash_finish((uint64_t)name), func_eq, &k,
-                                     (uint32_t)*nfuncs);
-    if (idx < 0)
-      rc = -ENOMEM;
-    else {
-      if (idx == (int64_t)*nfuncs)
-        (*nfuncs)++;
-      e->func_of[i] = (uint64_t)idx + 1;
+    if (p->loc_synth[i])
+      continue;
+    const loc_sym *ls = &p->lsym[i];
+    uint8_t *f = &e->map_flags[e->loc_map[i]];
+    *f |= MAP_USED;
+    if (!sym || ls->n == 0) {
+      *f &= (uint8_t)~MAP_FUNCS;
+      continue;
+    }
+    /* Code the debug information does not cover (crt1's _start, assembly)
+     * has names only; it does not count against the lines of the rest. */
+    if (!(ls->state & SYM_DWARF))
+      continue;
+    *f |= MAP_INLINE;
+    for (size_t j = 0; j < ls->n; j++) {
+      const line_rec *l = &p->lines[ls->first + j];
+      if (p->funcs[l->func - 1].file == 0)
+        *f &= (uint8_t)~MAP_FILES;
+      if (l->line == 0)
+        *f &= (uint8_t)~MAP_LINES;
     }
   }
-  for (size_t m = 1; m <= p->nmaps; m++)
-    e->map_named[m] &= map_used[m];
-  free(map_used);
-  pprt__table_free(&funcs);
-  return rc;
+  p->nlocs_symbolized = p->nlocs;
+  for (size_t m = 1; m <= p->nmaps; m++) {
+    uint8_t *f = &e->map_flags[m];
+    /* pprof re-symbolizes a mapping only when none of has_functions,
+     * has_filenames and has_line_numbers is set: a mapping with names but
+     * no lines (no debug information) leaves them all false, so it can
+     * still add lines from the binary. MAP_INLINE here means some location
+     * had debug information. */
+    if (!(*f & MAP_USED) || !(*f & MAP_INLINE) || !(*f & MAP_FILES) || !(*f & MAP_LINES))
+      *f = 0;
+  }
+  return 0;
 }
 
 struct loc_order {
@@ -567,7 +657,7 @@ static int number_locations(pprt__profile *p, encoding *e) {
 }
 
 /* Fills e->prof from the builder, pointing into its arrays. */
-static int fill(pprt__profile *p, encoding *e, size_t nfuncs) {
+static int fill(pprt__profile *p, encoding *e) {
   Pprt__Profile *prof = &e->prof;
   pprt__profile__init(prof);
   for (size_t i = 0; i < p->ntypes; i++) {
@@ -602,11 +692,11 @@ static int fill(pprt__profile *p, encoding *e, size_t nfuncs) {
   e->map_ptrs = calloc(p->nmaps + 1, sizeof *e->map_ptrs);
   e->locs = calloc(p->nlocs + 1, sizeof *e->locs);
   e->loc_ptrs = calloc(p->nlocs + 1, sizeof *e->loc_ptrs);
-  size_t named = 0; /* only named locations have a Line */
+  size_t nfuncs = p->nfuncs, nlines = 0;
   for (size_t i = 0; i < p->nlocs; i++)
-    named += e->func_of[i] != 0;
-  e->lines = calloc(named + 1, sizeof *e->lines);
-  e->line_ptrs = calloc(named + 1, sizeof *e->line_ptrs);
+    nlines += p->lsym[i].n;
+  e->lines = calloc(nlines + 1, sizeof *e->lines);
+  e->line_ptrs = calloc(nlines + 1, sizeof *e->line_ptrs);
   e->funcs = calloc(nfuncs + 1, sizeof *e->funcs);
   e->func_ptrs = calloc(nfuncs + 1, sizeof *e->func_ptrs);
   if (!e->samples || !e->sample_ptrs || !e->labels || !e->label_ptrs || !e->maps ||
@@ -649,7 +739,11 @@ static int fill(pprt__profile *p, encoding *e, size_t nfuncs) {
     m->file_offset = p->maps[i].offset;
     m->filename = p->maps[i].path;
     m->build_id = p->maps[i].build_id;
-    m->has_functions = e->map_named[i + 1];
+    uint8_t f = e->map_flags[i + 1];
+    m->has_functions = (f & MAP_FUNCS) != 0;
+    m->has_filenames = (f & MAP_FILES) != 0;
+    m->has_line_numbers = (f & MAP_LINES) != 0;
+    m->has_inline_frames = (f & MAP_INLINE) != 0;
     e->map_ptrs[i] = m;
   }
   prof->n_mapping = p->nmaps;
@@ -663,13 +757,14 @@ static int fill(pprt__profile *p, encoding *e, size_t nfuncs) {
     l->id = r + 1;
     l->mapping_id = e->loc_map[i];
     l->address = p->loc_addr[i];
-    if (e->func_of[i]) {
+    const loc_sym *ls = &p->lsym[i];
+    l->n_line = ls->n;
+    l->line = &e->line_ptrs[line - e->lines];
+    for (size_t j = 0; j < ls->n; j++, line++) {
       pprt__line__init(line);
-      line->function_id = e->func_of[i];
+      line->function_id = p->lines[ls->first + j].func;
+      line->line = p->lines[ls->first + j].line;
       e->line_ptrs[line - e->lines] = line;
-      l->n_line = 1;
-      l->line = &e->line_ptrs[line - e->lines];
-      line++;
     }
     e->loc_ptrs[r] = l;
   }
@@ -680,7 +775,10 @@ static int fill(pprt__profile *p, encoding *e, size_t nfuncs) {
     Pprt__Function *f = &e->funcs[i];
     pprt__function__init(f);
     f->id = i + 1;
-    f->name = f->system_name = e->func_name[i];
+    f->name = p->funcs[i].name;
+    f->system_name = p->funcs[i].system_name;
+    f->filename = p->funcs[i].file;
+    f->start_line = p->funcs[i].start_line;
     e->func_ptrs[i] = f;
   }
   prof->n_function = nfuncs;
@@ -728,13 +826,12 @@ int pprt__profile_write(pprt__profile *p, pprt__symbolize_fn sym, void *sym_ctx,
                         pprt_writer out) {
   encoding e;
   memset(&e, 0, sizeof e);
-  size_t nfuncs = 0;
   size_t declared_maps = p->nmaps;
-  int rc = resolve(p, &e, sym, sym_ctx, &nfuncs);
+  int rc = resolve(p, &e, sym, sym_ctx);
   if (rc == 0)
     rc = number_locations(p, &e);
   if (rc == 0)
-    rc = fill(p, &e, nfuncs);
+    rc = fill(p, &e);
   if (rc == 0) {
     size_t size = pprt__profile__get_packed_size(&e.prof);
     e.packed = malloc(size ? size : 1);

@@ -95,13 +95,44 @@ typedef struct pprt__mapping_info {
  * in no mapping share one "[anon]" mapping at write time. */
 int pprt__profile_add_mapping(pprt__profile *p, const pprt__mapping_info *m);
 
-/* Names the function containing addr: returns its name (valid until the
- * next call) or NULL when unknown. */
-typedef const char *(*pprt__symbolize_fn)(void *ctx, uint64_t addr);
+/* One frame of an address: a function, and where in its source the address
+ * is. An address in inlined code has several, innermost first; the last is
+ * the function whose code holds the address. */
+typedef struct pprt__frame {
+  const char *name;        /* as a user reads it (demangled) */
+  const char *system_name; /* as the linker knows it (mangled); NULL: name */
+  const char *file;        /* source file, or NULL */
+  int64_t line;            /* 0: unknown */
+  int64_t start_line;      /* the function's first line; 0: unknown */
+} pprt__frame;
+
+/* Most frames one address may have (deeper inline chains lose their
+ * outermost callers). */
+#define PPRT__MAX_FRAMES 32
+
+/* Flags a symbolizer reports with an address's frames. */
+enum {
+  /* The frames come from debug information: the inline chain is complete. */
+  PPRT__FRAMES_DWARF = 1,
+};
+
+/* Resolves addr (already adjusted: inside the call instruction for a
+ * return address) into at most max frames at out, innermost first; returns
+ * how many (0: nothing known) and sets *flags. The strings stay valid until
+ * the next call. */
+typedef size_t (*pprt__symbolize_fn)(void *ctx, uint64_t addr, pprt__frame *out, size_t max,
+                                     unsigned *flags);
 
 /* Encodes, gzips and writes the profile. sym NULL leaves locations as
- * addresses for the reader to symbolize through the mappings. Returns 0 or
- * the first error (-ENOMEM, or the writer's). */
+ * addresses for the reader to symbolize through the mappings. Each location
+ * is symbolized at the first write with a sym and keeps what it got for
+ * later writes. A mapping's flags (has_functions, has_filenames,
+ * has_line_numbers, has_inline_frames) are all set when debug information
+ * covered its locations: every location has a name, and every location the
+ * debug information covers has a file and a line on each frame (code it
+ * does not cover, like crt1's _start, has a name only). Otherwise all four
+ * stay false, so pprof may still symbolize the mapping from the binary.
+ * Returns 0 or the first error (-ENOMEM, or the writer's). */
 int pprt__profile_write(pprt__profile *p, pprt__symbolize_fn sym, void *sym_ctx,
                         pprt_writer out);
 
@@ -109,8 +140,10 @@ int pprt__profile_write(pprt__profile *p, pprt__symbolize_fn sym, void *sym_ctx,
  * of every loaded image, the main executable first. */
 int pprt__profile_add_os_mappings(pprt__profile *p);
 
-/* Writes like pprt__profile_write, naming functions with the OS symbolizer
- * when symbolize is nonzero. */
+/* Writes like pprt__profile_write, symbolizing with the process's
+ * symbolization mode (core/symbolize.h) when symbolize is nonzero and
+ * leaving addresses when it is zero. A comment says how the profile was
+ * symbolized when that is less than the mode asked. */
 int pprt__profile_write_os(pprt__profile *p, int symbolize, pprt_writer out);
 
 /* Counts, for callers and tests. */

@@ -1,11 +1,12 @@
 /* The profile builder's link to the platform: mappings from the loaded
- * images and names from the OS symbolizer (core/platform.h), so the CPU and
- * heap profilers write profiles in one call. */
+ * images and frames from the write-time symbolizer (core/symbolize.h), so
+ * the CPU and heap profilers write profiles in one call. */
 #include <errno.h>
 #include <stdio.h>
 
 #include "core/platform.h"
 #include "core/profile.h"
+#include "core/symbolize.h"
 
 static int add_image(const pprt__os_image *img, void *ctx) {
   pprt__profile *p = ctx;
@@ -25,21 +26,19 @@ int pprt__profile_add_os_mappings(pprt__profile *p) {
   return pprt__os_image_each(add_image, p);
 }
 
-static const char *os_symbolize(void *ctx, uint64_t addr) {
-  const char *name;
-  uintptr_t offset;
-  if (pprt__os_symbolize(ctx, (uintptr_t)addr, &name, &offset) != 0)
-    return NULL;
-  return name;
-}
-
 int pprt__profile_write_os(pprt__profile *p, int symbolize, pprt_writer out) {
-  pprt__os_symbolizer *s = NULL;
+  pprt__symbolizer *s = NULL;
   /* Without a symbolizer the profile is still complete: addresses and
    * mappings, which pprof symbolizes from the binaries. */
-  if (symbolize && pprt__os_symbolizer_open(&s) != 0)
+  if (symbolize && pprt__symbolizer_open(&s, PPRT_SYMBOLIZE_DEFAULT) != 0)
     s = NULL;
-  int rc = pprt__profile_write(p, s ? os_symbolize : NULL, s, out);
-  pprt__os_symbolizer_close(s);
+  /* The note belongs to this write: a checkpoint's profile is written again. */
+  pprt__profile_mark mark = pprt__profile_get_mark(p);
+  const char *note = pprt__symbolizer_note(s);
+  int rc = note ? pprt__profile_add_comment(p, note) : 0;
+  if (rc == 0)
+    rc = pprt__profile_write(p, s ? pprt__symbolizer_frames : NULL, s, out);
+  pprt__profile_rewind(p, mark);
+  pprt__symbolizer_close(s);
   return rc;
 }

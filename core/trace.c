@@ -47,6 +47,7 @@
 #include "core/atfork.h"
 #include "core/heap.h"
 #include "core/platform.h"
+#include "core/symbolize.h"
 #include "core/syscalls.h"
 #include "core/table.h"
 #include "core/thread.h"
@@ -919,7 +920,15 @@ typedef struct lost_count {
 typedef struct pc_name {
   uint64_t pc;
   uint32_t name_id;
+  uint32_t first;  /* its source lines: lines[first, first + nlines) */
+  uint16_t nlines; /* 0: none known */
+  uint64_t gen;    /* the generation whose FRAMES record has it, + 1 */
 } pc_name;
+
+/* One source line of a pc: function and file string ids, line. */
+typedef struct pc_line {
+  uint32_t func, file, line;
+} pc_line;
 
 typedef struct session {
   unsigned id;
@@ -963,11 +972,15 @@ typedef struct session {
   tstate *drain_next; /* where the next drain starts */
 
   /* Names for pcs. */
-  pprt__os_symbolizer *sym;
+  pprt__symbolizer *sym;
   int sym_tried;
   pprt__table pc_index;
   pc_name *pcs;
   size_t npcs, pcs_cap;
+  pc_line *lines;
+  size_t nlines, lines_cap;
+  uint32_t *gen_pcs; /* the pcs with lines this generation's stacks use */
+  size_t ngen_pcs, gen_pcs_cap;
 
   /* The flight recorder's generations, under gens_mu. */
   pthread_mutex_t gens_mu;
@@ -1266,36 +1279,69 @@ static int pc_eq(const void *ctx, uint32_t idx) {
   return k->s->pcs[idx].pc == k->pc;
 }
 
-/* The function name of frame i of a stack as a string id, 0 when unknown.
- * Frames after the leaf are return addresses: the call is at pc - 1. */
-static uint32_t frame_name(session *s, uint64_t pc, size_t i) {
+/* The pcs entry of frame i of a stack (symbolized the first time), or -1.
+ * Frames after the leaf are return addresses: the call is at pc - 1. Its
+ * name is the function the code is in; with debug information it also has
+ * its source lines, inlined functions first, for the FRAMES record. */
+static int64_t frame_entry(session *s, uint64_t pc, size_t i) {
   if (!s->symbolize || pc == 0)
-    return 0;
+    return -1;
   uint64_t addr = i == 0 ? pc : pc - 1;
   struct pc_key k = {s, addr};
   uint64_t h = pprt__hash_finish(addr);
   int64_t idx = pprt__table_find(&s->pc_index, h, pc_eq, &k);
   if (idx >= 0)
-    return s->pcs[idx].name_id;
+    return idx;
   if (!s->sym_tried) {
     s->sym_tried = 1;
-    if (pprt__os_symbolizer_open(&s->sym) != 0)
+    if (pprt__symbolizer_open(&s->sym, PPRT_SYMBOLIZE_DEFAULT) != 0)
       s->sym = NULL;
   }
-  uint32_t id = 0;
-  const char *name;
-  uintptr_t off;
-  if (s->sym && pprt__os_symbolize(s->sym, (uintptr_t)addr, &name, &off) == 0) {
-    strarg a = str_prepare(name);
-    id = a.id;
+  pc_name e = {addr, 0, 0, 0, 0};
+  pprt__frame fr[PPRT__MAX_FRAMES];
+  unsigned flags = 0;
+  size_t n = s->sym ? pprt__symbolizer_frames(s->sym, addr, fr, PPRT__MAX_FRAMES, &flags) : 0;
+  if (n > 0)
+    e.name_id = str_prepare(fr[n - 1].name).id; /* the function the code is in */
+  if (n > 0 && (flags & PPRT__FRAMES_DWARF) &&
+      PPRT__RESERVE(s->lines, s->lines_cap, s->nlines + n) == 0) {
+    e.first = (uint32_t)s->nlines;
+    e.nlines = (uint16_t)n;
+    for (size_t j = 0; j < n; j++) {
+      pc_line l = {str_prepare(fr[j].name).id, fr[j].file ? str_prepare(fr[j].file).id : 0,
+                   fr[j].line > 0 ? (uint32_t)fr[j].line : 0};
+      if (l.func == 0) { /* the string table is full: no lines rather than a bad record */
+        e.nlines = 0;
+        break;
+      }
+      s->lines[e.first + j] = l;
+    }
+    s->nlines = e.first + e.nlines;
   }
-  if (PPRT__RESERVE(s->pcs, s->pcs_cap, s->npcs + 1) == 0 &&
-      pprt__table_intern(&s->pc_index, h, pc_eq, &k, (uint32_t)s->npcs) >= 0) {
-    s->pcs[s->npcs].pc = addr;
-    s->pcs[s->npcs].name_id = id;
-    s->npcs++;
+  if (PPRT__RESERVE(s->pcs, s->pcs_cap, s->npcs + 1) != 0 ||
+      pprt__table_intern(&s->pc_index, h, pc_eq, &k, (uint32_t)s->npcs) < 0)
+    return -1;
+  s->pcs[s->npcs] = e;
+  return (int64_t)s->npcs++;
+}
+
+/* The function name of frame i as a string id (0: unknown); a pc with
+ * source lines joins the generation's FRAMES record, its strings marked. */
+static uint32_t frame_name(session *s, uint64_t pc, size_t i) {
+  int64_t idx = frame_entry(s, pc, i);
+  if (idx < 0)
+    return 0;
+  pc_name *e = &s->pcs[idx];
+  if (e->nlines && e->gen != s->gen + 1 &&
+      PPRT__RESERVE(s->gen_pcs, s->gen_pcs_cap, s->ngen_pcs + 1) == 0) {
+    e->gen = s->gen + 1;
+    s->gen_pcs[s->ngen_pcs++] = (uint32_t)idx;
+    for (size_t j = 0; j < e->nlines; j++) {
+      mark_string(s, s->lines[e->first + j].func);
+      mark_string(s, s->lines[e->first + j].file);
+    }
   }
-  return id;
+  return e->name_id;
 }
 
 /* Writes entries into records of one type, each at most MAX_RECORD bytes.
@@ -1333,6 +1379,30 @@ static void write_stacks(session *s) {
     if (at == SIZE_MAX || put_bytes(s, tmp, (size_t)(p - tmp)) != 0)
       return;
   }
+  if (at != SIZE_MAX)
+    rec_close(s, at);
+}
+
+/* FRAMES (format version 2): the source lines of the pcs this
+ * generation's stacks use, where debug information gave them. */
+static void write_frames(session *s) {
+  size_t at = SIZE_MAX;
+  uint8_t tmp[PPRT__VARINT_MAX * (2 + 3 * PPRT__MAX_FRAMES)];
+  for (size_t i = 0; i < s->ngen_pcs; i++) {
+    const pc_name *e = &s->pcs[s->gen_pcs[i]];
+    uint8_t *p = pprt__put_uvarint(tmp, e->pc);
+    p = pprt__put_uvarint(p, e->nlines);
+    for (size_t j = 0; j < e->nlines; j++) {
+      const pc_line *l = &s->lines[e->first + j];
+      p = pprt__put_uvarint(p, l->func);
+      p = pprt__put_uvarint(p, l->file);
+      p = pprt__put_uvarint(p, l->line);
+    }
+    at = table_entry(s, PPRT__TR_FRAMES, at, (size_t)(p - tmp));
+    if (at == SIZE_MAX || put_bytes(s, tmp, (size_t)(p - tmp)) != 0)
+      break;
+  }
+  s->ngen_pcs = 0;
   if (at != SIZE_MAX)
     rec_close(s, at);
 }
@@ -1525,6 +1595,7 @@ static void keep_generation(session *s) {
 static void finish_generation(session *s) {
   name_threads(s);
   write_stacks(s); /* marks the function names */
+  write_frames(s);
   write_strings(s);
   write_threads(s);
   write_frequency(s);
@@ -1647,9 +1718,11 @@ static void session_free(session *s) {
   free(s->threads);
   pprt__table_free(&s->thread_index);
   free(s->lost);
-  pprt__os_symbolizer_close(s->sym);
+  pprt__symbolizer_close(s->sym);
   pprt__table_free(&s->pc_index);
   free(s->pcs);
+  free(s->lines);
+  free(s->gen_pcs);
   for (size_t i = 0; i < s->ngens; i++)
     gen_release(s->gens[i].data);
   free(s->gens);

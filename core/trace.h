@@ -84,10 +84,20 @@ typedef struct pprt__trace_str {
   size_t len;
 } pprt__trace_str;
 
+/* One source line of a stack frame (format version 2's FRAMES). */
+typedef struct pprt__trace_line {
+  pprt__trace_str function, file; /* file.s NULL: unknown */
+  uint64_t line;                  /* 0: unknown */
+} pprt__trace_line;
+
 typedef struct pprt__trace_stack {
   size_t n;
   const uint64_t *pcs;          /* leaf first */
   const pprt__trace_str *names; /* per frame; s NULL when the trace has no name */
+  /* Per frame, where the trace has them (NULL when no frame has): its
+   * source lines, innermost (inlined) first, nlines[f] of them at lines[f]. */
+  const uint16_t *nlines;
+  const pprt__trace_line *const *lines;
 } pprt__trace_stack;
 
 typedef struct pprt__trace_event {

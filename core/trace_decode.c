@@ -65,6 +65,13 @@ typedef struct stack_entry {
   int64_t index; /* into t->stacks */
 } stack_entry;
 
+/* A FRAMES entry: the source lines of one address of the generation. */
+typedef struct frames_entry {
+  uint64_t addr;
+  uint16_t n;
+  const pprt__trace_line *lines;
+} frames_entry;
+
 typedef struct tlast {
   uint64_t tid;
   int64_t ns;
@@ -88,6 +95,9 @@ typedef struct dec {
   stack_entry *stks;
   size_t nstks, cap_stks;
   pprt__table stack_index;
+  frames_entry *frs;
+  size_t nfrs, cap_frs;
+  pprt__table fr_index;
   int have_freq;
   uint64_t hz, sync_ticks, sync_ns, sync_wall;
 
@@ -152,6 +162,17 @@ static int str_eq(const void *ctx, uint32_t idx) {
 static int stk_eq(const void *ctx, uint32_t idx) {
   const struct id_key *k = ctx;
   return k->d->stks[idx].id == k->id;
+}
+
+static int fr_eq(const void *ctx, uint32_t idx) {
+  const struct id_key *k = ctx;
+  return k->d->frs[idx].addr == k->id;
+}
+
+static const frames_entry *find_frames(dec *d, uint64_t addr) {
+  struct id_key k = {d, addr};
+  int64_t i = pprt__table_find(&d->fr_index, pprt__hash_finish(addr), fr_eq, &k);
+  return i < 0 ? NULL : &d->frs[i];
 }
 
 static const pprt__trace_str *find_str(dec *d, uint64_t id) {
@@ -247,8 +268,82 @@ static int64_t new_stack(dec *d, size_t n, size_t off, uint64_t **pcs, pprt__tra
     return -1;
   }
   memset(*names, 0, n * sizeof **names);
-  t->stacks[t->nstacks] = (pprt__trace_stack){n, *pcs, *names};
+  t->stacks[t->nstacks] = (pprt__trace_stack){n, *pcs, *names, NULL, NULL};
   return (int64_t)t->nstacks++;
+}
+
+/* FRAMES (version 2): entries of an address (a stack pc, minus one but for
+ * the leaf), a count (1 to PPRT__TRACE_MAX_INLINE), then per line a
+ * function string id, a file string id (0: unknown) and a line. */
+static int parse_frames(dec *d, cur *c) {
+  while (c->p < c->end) {
+    size_t off = off_of(c);
+    uint64_t addr, n;
+    if (get_u(c, &addr, "frames address") || get_u(c, &n, "frames count"))
+      return d->rc;
+    if (n == 0 || n > PPRT__TRACE_MAX_INLINE)
+      return fail(d, off, -EINVAL, "frames entry of %" PRIu64 " lines (1 to %d)", n,
+                  PPRT__TRACE_MAX_INLINE);
+    if (find_frames(d, addr) != NULL)
+      return fail(d, off, -EINVAL,
+                  "frames of address 0x%" PRIx64 " given twice in generation %" PRIu64, addr,
+                  d->gen);
+    pprt__trace_line *lines = mem_alloc(d->t, (size_t)n * sizeof *lines);
+    if (lines == NULL)
+      return oom(d, off);
+    for (uint64_t i = 0; i < n; i++) {
+      uint64_t ids[2], line;
+      for (int k = 0; k < 2; k++) {
+        size_t soff = off_of(c);
+        if (get_u(c, &ids[k], k ? "file name id" : "function name id"))
+          return d->rc;
+        const pprt__trace_str *str = ids[k] ? find_str(d, ids[k]) : NULL;
+        if (ids[k] && str == NULL)
+          return fail(d, soff, -EINVAL,
+                      "string id %" PRIu64 " is not in generation %" PRIu64 "'s strings", ids[k],
+                      d->gen);
+        if (k == 0 && str == NULL)
+          return fail(d, soff, -EINVAL, "frames line without a function name");
+        pprt__trace_str none = {NULL, 0};
+        if (k)
+          lines[i].file = str ? *str : none;
+        else
+          lines[i].function = *str;
+      }
+      if (get_u(c, &line, "line number"))
+        return d->rc;
+      lines[i].line = line;
+    }
+    if (PPRT__RESERVE(d->frs, d->cap_frs, d->nfrs + 1) != 0)
+      return oom(d, off);
+    d->frs[d->nfrs] = (frames_entry){addr, (uint16_t)n, lines};
+    struct id_key k = {d, addr};
+    if (pprt__table_intern(&d->fr_index, pprt__hash_finish(addr), fr_eq, &k, (uint32_t)d->nfrs) < 0)
+      return oom(d, off);
+    d->nfrs++;
+  }
+  return 0;
+}
+
+/* Gives a stack's frames the generation's source lines for their addresses. */
+static int attach_lines(dec *d, pprt__trace_stack *st, size_t off) {
+  uint16_t *nlines = mem_alloc(d->t, st->n * sizeof *nlines);
+  const pprt__trace_line **lines = mem_alloc(d->t, st->n * sizeof *lines);
+  if (st->n && (nlines == NULL || lines == NULL))
+    return oom(d, off);
+  int any = 0;
+  for (size_t f = 0; f < st->n; f++) {
+    uint64_t pc = st->pcs[f];
+    const frames_entry *e = pc ? find_frames(d, f == 0 ? pc : pc - 1) : NULL;
+    nlines[f] = e ? e->n : 0;
+    lines[f] = e ? e->lines : NULL;
+    any |= e != NULL;
+  }
+  if (any) {
+    st->nlines = nlines;
+    st->lines = lines;
+  }
+  return 0;
 }
 
 /* Stacks refer to strings for their function names, so they are parsed
@@ -290,6 +385,8 @@ static int parse_stacks(dec *d, cur *c) {
         names[f] = *s;
       }
     }
+    if (d->nfrs > 0 && attach_lines(d, &d->t->stacks[idx], off) != 0)
+      return d->rc;
     if (PPRT__RESERVE(d->stks, d->cap_stks, d->nstks + 1) != 0)
       return oom(d, off);
     d->stks[d->nstks] = (stack_entry){id, idx};
@@ -587,13 +684,15 @@ static int read_record(dec *d, size_t *pos, rec *r, int *truncated) {
   cur c = {d, d->data + *pos, d->data + d->len};
   r->off = *pos;
   r->type = *c.p++;
-  if (r->type < PPRT__TR_BATCH || r->type > PPRT__TR_GEN_END) {
+  unsigned last = d->t->version >= 2 ? PPRT__TR_FRAMES : PPRT__TR_GEN_END;
+  if (r->type < PPRT__TR_BATCH || r->type > last) {
     if (pprt__trace_spec(r->type))
       return fail(d, r->off, -EINVAL, "event type %u outside a batch", r->type);
     return fail(d, r->off, -EINVAL, "unknown record type %u", r->type);
   }
   static const char *const names[] = {"",        "batch",     "strings", "stacks",
-                                      "threads", "frequency", "lost",    "end of generation"};
+                                      "threads", "frequency", "lost",    "end of generation",
+                                      "frames"};
   const char *what = names[r->type];
   r->tid = r->ts = 0;
   if (get_u(&c, &r->gen, what) ||
@@ -626,9 +725,10 @@ static int read_record(dec *d, size_t *pos, rec *r, int *truncated) {
 }
 
 static void reset_generation(dec *d) {
-  d->nstrs = d->nstks = 0;
+  d->nstrs = d->nstks = d->nfrs = 0;
   pprt__table_free(&d->str_index);
   pprt__table_free(&d->stack_index);
+  pprt__table_free(&d->fr_index);
   d->have_freq = 0;
 }
 
@@ -694,21 +794,23 @@ static int decode_generation(dec *d, size_t *pos, int first) {
     return fail(d, r.off, -EINVAL, "generation %" PRIu64 " has no frequency record", d->gen);
   see_ns(d, sync_ns(d));
 
-  /* Pass 2: stacks, threads, lost counts, then the events. */
+  /* Pass 2: source lines, stacks, threads, lost counts, then the events. */
   uint64_t gen_max = 0;
   size_t lost_from = d->t->nlost;
-  for (int phase = 0; phase < 2; phase++) {
+  for (int phase = 0; phase < 3; phase++) {
     p = start;
     while (p < end_pos) {
       read_record(d, &p, &r, &truncated); /* checked in pass 1 */
       cur c = {d, r.body, r.body + r.len};
-      if (phase == 0 && r.type == PPRT__TR_STACKS && parse_stacks(d, &c) != 0)
+      if (phase == 0 && r.type == PPRT__TR_FRAMES && parse_frames(d, &c) != 0)
         return d->rc;
-      if (phase == 1 && r.type == PPRT__TR_THREADS && parse_threads(d, &c) != 0)
+      if (phase == 1 && r.type == PPRT__TR_STACKS && parse_stacks(d, &c) != 0)
         return d->rc;
-      if (phase == 1 && r.type == PPRT__TR_BATCH && parse_batch(d, &c, r.tid, r.ts, &gen_max) != 0)
+      if (phase == 2 && r.type == PPRT__TR_THREADS && parse_threads(d, &c) != 0)
         return d->rc;
-      if (phase == 1 && r.type == PPRT__TR_LOST) {
+      if (phase == 2 && r.type == PPRT__TR_BATCH && parse_batch(d, &c, r.tid, r.ts, &gen_max) != 0)
+        return d->rc;
+      if (phase == 2 && r.type == PPRT__TR_LOST) {
         while (c.p < c.end) {
           size_t off = off_of(&c);
           uint64_t tid, n;
@@ -798,6 +900,7 @@ int pprt__trace_decode(const void *data, size_t len, unsigned flags, pprt__trace
   reset_generation(&d);
   free(d.strs);
   free(d.stks);
+  free(d.frs);
   free(d.tl);
   pprt__table_free(&d.tl_index);
   pprt__table_free(&d.thread_index);
@@ -976,7 +1079,24 @@ static void jstack(jout *j, const pprt__trace *t, int64_t idx) {
     for (size_t f = 0; f < st->n; f++) {
       if (f)
         jput(j, ",", 1);
-      if (st->names[f].s) {
+      if (st->nlines && st->nlines[f]) {
+        /* "function file:line", inlined functions first and marked */
+        for (size_t k = 0; k < st->nlines[f]; k++) {
+          const pprt__trace_line *l = &st->lines[f][k];
+          char buf[2 * PPRT__TRACE_MAX_STRING + 64];
+          int len = snprintf(buf, sizeof buf, "%.*s", (int)l->function.len, l->function.s);
+          if (l->file.s && len >= 0 && (size_t)len < sizeof buf)
+            len += snprintf(buf + len, sizeof buf - (size_t)len, " %.*s:%" PRIu64, (int)l->file.len,
+                            l->file.s, l->line);
+          if (k + 1 < st->nlines[f] && len >= 0 && (size_t)len < sizeof buf)
+            len += snprintf(buf + len, sizeof buf - (size_t)len, " (inline)");
+          if (len < 0 || (size_t)len >= sizeof buf)
+            len = (int)strlen(buf);
+          if (k)
+            jput(j, ",", 1);
+          jstr(j, buf, (size_t)len);
+        }
+      } else if (st->names[f].s) {
         jstr(j, st->names[f].s, st->names[f].len);
       } else {
         jprintf(j, "\"0x%" PRIx64 "\"", st->pcs[f]);

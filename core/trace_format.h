@@ -17,12 +17,13 @@
 #define PPRT__TRACE_HEADER_LEN 16
 /* The version this code writes, and the newest it reads. A reader reads
  * every version up to its own and rejects newer ones by name. */
-#define PPRT__TRACE_VERSION 1
+#define PPRT__TRACE_VERSION 2
 
 /* Limits every writer keeps and every reader checks. */
 #define PPRT__TRACE_MAX_RECORD 65536 /* payload bytes of one record */
 #define PPRT__TRACE_MAX_STRING 1024  /* bytes; longer strings are truncated */
 #define PPRT__TRACE_MAX_FRAMES 256   /* frames of one stack */
+#define PPRT__TRACE_MAX_INLINE 32    /* source lines of one address (FRAMES) */
 
 /* Top-level records: type byte, uvarint generation, (BATCH only: uvarint
  * thread id, uvarint timestamp), u32 little-endian payload length, payload. */
@@ -34,6 +35,8 @@ enum pprt__trace_record {
   PPRT__TR_FREQUENCY = 5, /* the clock: ticks per second and a sync point */
   PPRT__TR_LOST = 6,      /* tid -> events dropped in this generation */
   PPRT__TR_GEN_END = 7,   /* the generation is complete */
+  PPRT__TR_FRAMES = 8,    /* version 2: address -> source lines (function,
+                             file, line), inlined functions first */
 };
 
 /* Events inside a batch: type byte, uvarint timestamp delta (>= 1, from the

@@ -54,6 +54,35 @@ typedef struct pprt_writer {
  * the descriptor is not closed by pprt. */
 PPRT_API pprt_writer pprt_writer_fd(int fd);
 
+/* ---- symbolization ------------------------------------------------------------ */
+
+/* How profiles and traces name their addresses, at write time (never in a
+ * signal handler). Every mode keeps the addresses, the mappings and their
+ * build ids, so a reader can always symbolize again. */
+typedef enum pprt_symbolize {
+  /* PPRT_SYMBOLIZE from the environment when set (lines, names, none; 1 and
+   * 0 for names-or-lines and none), else lines where this build has libdw
+   * and names elsewhere. */
+  PPRT_SYMBOLIZE_DEFAULT = 0,
+  /* Function names, source file:line and inlined functions, from the debug
+   * information (DWARF, through elfutils' libdw), found in the binary or in
+   * a separate debug file (by build id or .gnu_debuglink, under
+   * /usr/lib/debug and the directories of PPRT_DEBUG_DIRS). An image without
+   * debug information gets names. In a build without libdw: names, and the
+   * profile's comments say so. */
+  PPRT_SYMBOLIZE_LINES = 1,
+  /* Function names from the symbol tables only. */
+  PPRT_SYMBOLIZE_NAMES = 2,
+  /* Addresses only, for symbolization elsewhere (pprof from the binaries,
+   * or a server by build id). */
+  PPRT_SYMBOLIZE_NONE = 3
+} pprt_symbolize;
+
+/* Sets the process's symbolization mode for every later profile and trace
+ * written (a CPU profile or trace started with no_symbolize stays
+ * unsymbolized). Errors: -EINVAL (not a mode). */
+PPRT_API int pprt_set_symbolize(pprt_symbolize mode);
+
 /* ---- CPU profiling ------------------------------------------------------------ */
 
 /* Which timers drive the CPU profiler. */

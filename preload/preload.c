@@ -21,8 +21,12 @@
  *   PPRT_CPUPROFILE_TIMER=mode  auto (default), perf, per-thread or process
  *   PPRT_UNWINDER=name          cfi, fp or libunwind; default: the build's
  *                               (cfi on Linux and FreeBSD x86_64/aarch64)
- *   PPRT_SYMBOLIZE=0            leave function names to go tool pprof (and,
- *                               in a trace, sample stacks as addresses)
+ *   PPRT_SYMBOLIZE=mode         lines (default with libdw: names, file:line,
+ *                               inline frames), names, or none (addresses
+ *                               only, for go tool pprof or a server to
+ *                               symbolize); 1 and 0 mean lines and none
+ *   PPRT_DEBUG_DIRS=dir:dir     where to look for separate debug files
+ *                               (.build-id trees) before /usr/lib/debug
  *   PPRT_HEAPPROFILE=path       where the heap profile goes, written at exit
  *                               (without samples in an ASan or TSan build,
  *                               whose runtime owns malloc: CMakeLists.txt)
@@ -251,14 +255,16 @@ static int checkpoint_setting(void) {
   return (int)(s * 1000);
 }
 
-/* PPRT_SYMBOLIZE: 1 (the default) or 0; -1 after saying why on stderr. */
+/* PPRT_SYMBOLIZE: lines, names or none (1 and 0 as before: the default and
+ * none). Returns 1 to symbolize, 0 for none; -1 after saying why on stderr.
+ * The library reads the mode itself at each write (core/symbolize.c). */
 static int symbolize_setting(const char *doing) {
   const char *v = getenv("PPRT_SYMBOLIZE");
-  if (!v || !*v || strcmp(v, "1") == 0)
+  if (!v || !*v || strcmp(v, "1") == 0 || strcmp(v, "lines") == 0 || strcmp(v, "names") == 0)
     return 1;
-  if (strcmp(v, "0") == 0)
+  if (strcmp(v, "0") == 0 || strcmp(v, "none") == 0)
     return 0;
-  fprintf(stderr, "pprt: PPRT_SYMBOLIZE=%s is not 0 or 1; not %s\n", v, doing);
+  fprintf(stderr, "pprt: PPRT_SYMBOLIZE=%s is not lines, names or none; not %s\n", v, doing);
   return -1;
 }
 

@@ -70,6 +70,17 @@ foreach(cmd top flame collapse)
     message(STATUS "pprt ${cmd} ${name}: exit 3 in ~${secs} s")
   endforeach()
 endforeach()
+# With source lines in the names the frames are the same ones, and count
+# the same.
+foreach(cmd top flame collapse)
+  foreach(c "deep;${too_deep}" "total1;${too_many}")
+    list(GET c 0 name)
+    list(GET c 1 why)
+    run(r ${PPRT} ${cmd} --lines ${OUT}/${name}.pb.gz)
+    expect(r 3 "^pprt ${cmd}: [^\n]*/${name}.pb.gz: ${why}\n$" "pprt ${cmd} --lines ${name}")
+  endforeach()
+endforeach()
+message(STATUS "--lines: the same refusals")
 # At the bound: shown, and right.
 string(REPEAT "hostile;" 4095 chain)
 run(r ${PPRT} top ${OUT}/bound.pb.gz)
@@ -86,14 +97,19 @@ endif()
 run(r ${PPRT} flame ${OUT}/bound.pb.gz -o ${OUT}/bound.html)
 expect(r 0 "wrote" "pprt flame bound")
 file(READ ${OUT}/bound.html page)
-# Count the nodes "[1,4096" (name 1, value 4096) by what removing them
-# takes away (a list of them would not do: CMake lists group by brackets).
+# flame marks inlined frames: the location's outermost line is "hostile"
+# (name 2: interned after the inlined lines), under it 4095 frames of
+# "hostile (inline)" (name 1). Count the nodes "[1,4096" (name 1, value
+# 4096) by what removing them takes away (a list of them would not do:
+# CMake lists group by brackets).
 string(LENGTH "${page}" before)
 string(REPLACE "[1,4096" "" rest "${page}")
 string(LENGTH "${rest}" after)
 math(EXPR n "(${before} - ${after}) / 7")
-if(NOT n EQUAL 4096 OR NOT page MATCHES "\"root\":\\[0,4096,\\[\\[1,4096,")
-  message(FATAL_ERROR "pprt flame bound: want a chain of 4096 nodes under the root, have ${n}")
+if(NOT n EQUAL 4095 OR NOT page MATCHES "\"names\":\\[\"all\",\"hostile \\(inline\\)\",\"hostile\"\\]"
+   OR NOT page MATCHES "\"root\":\\[0,4096,\\[\\[2,4096,\\[\\[1,4096,")
+  message(FATAL_ERROR "pprt flame bound: want hostile and a chain of 4095 inlined nodes under "
+                      "it, have ${n} inlined nodes")
 endif()
 message(STATUS "at the bound (4096 x 4096 frames): top, collapse and flame right")
 

@@ -180,7 +180,10 @@ static void test_preload(void **state) {
    * endpoint's threads would show. */
   const char *const ok[] = {"PPRT_HTTP=0.0.0.0:0", "PPRT_HTTP_ALLOW_REMOTE=1", "PPRT_HEAP_RATE=1",
                             NULL};
-  pid_t pid = start_victim(ok, "2", err_path);
+  /* 5 s: two heap profiles with source lines (libdw reads the debug
+   * information of libc and the preload library at each write) take about
+   * 0.7 s each on a loaded 2-core machine. */
+  pid_t pid = start_victim(ok, "5", err_path);
   for (int i = 0; i < 100; i++) {
     char *e = slurp(err_path);
     int done = strstr(e, "serving http://0.0.0.0:") != NULL;

@@ -338,6 +338,8 @@ static void test_elf_symtab_rules(void **state) {
       {100, 100, "outer", 0},      {120, 10, "inner", 0},      {300, 0, "asm_label", 0},
       {400, 10, "sized", 0},       {500, 8, "local_alias", 2}, {500, 8, "global_name", 0},
       {500, 8, "__weak_alias", 1},
+      /* glibc's free: three global names, the shortest is the one users know */
+      {600, 8, "cfree", 0},        {600, 8, "__libc_free", 0}, {600, 8, "free", 0},
   };
   pprt__elf_symtab tab = {0};
   tab.cap = tab.n = sizeof in / sizeof in[0];
@@ -346,7 +348,7 @@ static void test_elf_symtab_rules(void **state) {
   for (size_t i = 0; i < tab.n; i++)
     tab.sym[i] = (pprt__elf_sym){in[i].addr, in[i].size, 0, in[i].name, in[i].rank};
   pprt__elf_symtab_finish(&tab);
-  assert_int_equal(tab.n, 5);
+  assert_int_equal(tab.n, 6);
   const struct {
     uintptr_t addr, seg_start;
     const char *want;
@@ -354,7 +356,7 @@ static void test_elf_symtab_rules(void **state) {
       {99, 0, NULL},     {100, 0, "outer"}, {125, 0, "inner"},     {150, 0, "outer"},
       {199, 0, "outer"}, {200, 0, NULL},    {300, 0, "asm_label"}, {350, 0, "asm_label"},
       {350, 310, NULL},  {405, 0, "sized"}, {420, 0, NULL},        {504, 0, "global_name"},
-      {508, 0, NULL},
+      {508, 0, NULL},    {603, 0, "free"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const pprt__elf_sym *sym = pprt__elf_symtab_lookup(&tab, cases[i].addr, cases[i].seg_start);

@@ -22,12 +22,15 @@ static const pprt__value_type cpu_types[2] = {{"samples", "count"}, {"cpu", "nan
 static const pprt__value_type heap_types[2] = {{"alloc_objects", "count"},
                                                {"alloc_space", "bytes"}};
 
-/* Names every address fn_<addr / 0x100>. */
-static const char *name_of(void *ctx, uint64_t addr) {
+/* Names every address fn_<addr / 0x100>: one frame, no file or line. */
+static size_t name_of(void *ctx, uint64_t addr, pprt__frame *out, size_t max, unsigned *flags) {
   static char buf[64];
   (void)ctx;
+  (void)max;
   snprintf(buf, sizeof buf, "fn_%llx", (unsigned long long)(addr / 0x100));
-  return buf;
+  out[0] = (pprt__frame){.name = buf};
+  *flags = 0;
+  return 1;
 }
 
 /* A profile of process `pid` named `name`: two stacks sharing their root

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "core/profile.h"
+#include "core/symbolize.h"
 
 /* ---- helpers ------------------------------------------------------------------- */
 
@@ -47,14 +48,45 @@ static pprt_writer mem_writer(membuf *m) {
 static const pprt__value_type cpu_types[2] = {{"samples", "count"}, {"cpu", "nanoseconds"}};
 static const pprt__value_type cpu_period = {"cpu", "nanoseconds"};
 
-/* Names addresses in [0x10000, 0x20000) as fn_<addr / 0x100>. */
-static const char *fake_sym(void *ctx, uint64_t addr) {
+/* Names addresses in [0x10000, 0x20000) as fn_<addr / 0x100>, in app.c at
+ * line (addr & 0xff) + 1, as if from debug information. */
+static size_t fake_sym(void *ctx, uint64_t addr, pprt__frame *out, size_t max, unsigned *flags) {
   static char buf[64];
   (*(int *)ctx)++;
-  if (addr < 0x10000 || addr >= 0x20000)
-    return NULL;
+  *flags = 0;
+  if (addr < 0x10000 || addr >= 0x20000 || max == 0)
+    return 0;
   snprintf(buf, sizeof buf, "fn_%llx", (unsigned long long)(addr / 0x100));
-  return buf;
+  out[0] = (pprt__frame){buf, NULL, "/src/app.c", (int64_t)(addr & 0xff) + 1, 1};
+  *flags = PPRT__FRAMES_DWARF;
+  return 1;
+}
+
+/* Like a symbolizer over a binary without debug information: names only. */
+static size_t names_only(void *ctx, uint64_t addr, pprt__frame *out, size_t max,
+                         unsigned *flags) {
+  (void)ctx;
+  *flags = 0;
+  if (max == 0)
+    return 0;
+  out[0] = (pprt__frame){addr < 0x10200 ? "low" : "high", NULL, NULL, 0, 0};
+  return 1;
+}
+
+/* 0x10150 is in leaf(), inlined into middle() at line 20, itself inlined
+ * into outer() at line 30 (a C++ function: mangled system name). */
+static size_t inline_sym(void *ctx, uint64_t addr, pprt__frame *out, size_t max,
+                         unsigned *flags) {
+  (*(int *)ctx)++;
+  *flags = PPRT__FRAMES_DWARF;
+  if (addr == 0x10150 && max >= 3) {
+    out[0] = (pprt__frame){"leaf", NULL, "/src/a.h", 7, 5};
+    out[1] = (pprt__frame){"middle", NULL, "/src/a.h", 20, 18};
+    out[2] = (pprt__frame){"ns::outer(int)", "_ZN2ns5outerEi", "/src/a.cc", 30, 28};
+    return 3;
+  }
+  out[0] = (pprt__frame){"main", NULL, "/src/main.c", 4, 2};
+  return 1;
 }
 
 static Pprt__Profile *write_and_decode(pprt__profile *p, pprt__symbolize_fn sym, void *ctx) {
@@ -288,6 +320,151 @@ static void test_labels_split_samples(void **state) {
   assert_int_equal(prof->n_location, 1);
   pprt__profile_decoded_free(prof);
   pprt__profile_free(p);
+}
+
+/* Inline frames: one Location with its Lines innermost first, Functions
+ * with names, system names, files and first lines, and every mapping flag
+ * true when every location has them. A second write asks nothing again. */
+static void test_inline_frames_and_lines(void **state) {
+  (void)state;
+  pprt__profile *p;
+  assert_int_equal(pprt__profile_new(&p, cpu_types, 2, cpu_period, 1), 0);
+  pprt__mapping_info mm = {0x10000, 0x20000, 0, "/bin/x", "ff"};
+  assert_int_equal(pprt__profile_add_mapping(p, &mm), 0);
+  uintptr_t pcs[2] = {0x10150, 0x10401};
+  int64_t v[2] = {1, 1};
+  assert_int_equal(pprt__profile_add(p, pcs, 2, PPRT__STACK_LEAF_EXACT, v, NULL, 0), 0);
+  int calls = 0;
+  Pprt__Profile *prof = write_and_decode(p, inline_sym, &calls);
+  assert_int_equal(calls, 2);
+  const Pprt__Mapping *m = prof->mapping[0];
+  assert_true(m->has_functions && m->has_filenames && m->has_line_numbers &&
+              m->has_inline_frames);
+  const Pprt__Location *l = loc(prof, prof->sample[0]->location_id[0]);
+  assert_int_equal(l->address, 0x10150);
+  assert_int_equal(l->n_line, 3);
+  const char *want[3] = {"leaf", "middle", "ns::outer(int)"};
+  const char *file[3] = {"/src/a.h", "/src/a.h", "/src/a.cc"};
+  int64_t line[3] = {7, 20, 30}, start[3] = {5, 18, 28};
+  for (int i = 0; i < 3; i++) {
+    const Pprt__Function *f = func(prof, l->line[i]->function_id);
+    assert_string_equal(str(prof, f->name), want[i]);
+    assert_string_equal(str(prof, f->filename), file[i]);
+    assert_int_equal(f->start_line, start[i]);
+    assert_int_equal(l->line[i]->line, line[i]);
+  }
+  assert_string_equal(str(prof, func(prof, l->line[2]->function_id)->system_name),
+                      "_ZN2ns5outerEi");
+  assert_string_equal(str(prof, func(prof, l->line[0]->function_id)->system_name), "leaf");
+  /* the caller: a return address, looked up (and shown) at pc - 1 */
+  assert_int_equal(loc(prof, prof->sample[0]->location_id[1])->address, 0x10400);
+  pprt__profile_decoded_free(prof);
+  prof = write_and_decode(p, inline_sym, &calls);
+  assert_int_equal(calls, 2); /* each location was symbolized once */
+  assert_int_equal(loc(prof, prof->sample[0]->location_id[0])->n_line, 3);
+  pprt__profile_decoded_free(prof);
+  pprt__profile_free(p);
+}
+
+/* Names without lines (no debug information): every flag stays false, so
+ * pprof may still symbolize the mapping from the binary; the names are
+ * written. */
+static void test_names_without_lines_leave_flags_false(void **state) {
+  (void)state;
+  pprt__profile *p;
+  assert_int_equal(pprt__profile_new(&p, cpu_types, 2, cpu_period, 1), 0);
+  pprt__mapping_info mm = {0x10000, 0x20000, 0, "/bin/x", "ff"};
+  assert_int_equal(pprt__profile_add_mapping(p, &mm), 0);
+  uintptr_t pcs[2] = {0x10100, 0x10301};
+  int64_t v[2] = {1, 1};
+  assert_int_equal(pprt__profile_add(p, pcs, 2, PPRT__STACK_LEAF_EXACT, v, NULL, 0), 0);
+  Pprt__Profile *prof = write_and_decode(p, names_only, NULL);
+  const Pprt__Mapping *m = prof->mapping[0];
+  assert_false(m->has_functions || m->has_filenames || m->has_line_numbers ||
+               m->has_inline_frames);
+  assert_string_equal(loc_name(prof, prof->sample[0]->location_id[0]), "low");
+  assert_string_equal(loc_name(prof, prof->sample[0]->location_id[1]), "high");
+  const Pprt__Location *l = loc(prof, prof->sample[0]->location_id[0]);
+  assert_int_equal(l->line[0]->line, 0);
+  assert_int_equal(func(prof, l->line[0]->function_id)->filename, 0);
+  pprt__profile_decoded_free(prof);
+  pprt__profile_free(p);
+}
+
+/* A function of this test, never inlined, as a return address would find
+ * it: somewhere inside. */
+__attribute__((noinline)) int mode_probe(int x);
+int mode_probe(int x) {
+  return x * 3 + 1;
+}
+
+static Pprt__Profile *write_os_in_mode(pprt_symbolize mode, uintptr_t pc) {
+  assert_int_equal(pprt_set_symbolize(mode), 0);
+  pprt__profile *p;
+  assert_int_equal(pprt__profile_new(&p, cpu_types, 2, cpu_period, 1), 0);
+  assert_int_equal(pprt__profile_add_os_mappings(p), 0);
+  int64_t v[2] = {1, 1};
+  assert_int_equal(pprt__profile_add(p, &pc, 1, PPRT__STACK_LEAF_EXACT, v, NULL, 0), 0);
+  membuf m = {0};
+  assert_int_equal(pprt__profile_write_os(p, 1, mem_writer(&m)), 0);
+  Pprt__Profile *prof = NULL;
+  char err[256] = "";
+  if (pprt__profile_decode(m.data, m.len, &prof, err, sizeof err) != 0)
+    fail_msg("decode failed: %s", err);
+  free(m.data);
+  pprt__profile_free(p);
+  return prof;
+}
+
+static int has_comment(const Pprt__Profile *prof, const char *prefix) {
+  for (size_t i = 0; i < prof->n_comment; i++)
+    if (strncmp(str(prof, prof->comment[i]), prefix, strlen(prefix)) == 0)
+      return 1;
+  return 0;
+}
+
+/* The symbolization modes on a real address: none leaves it bare, names
+ * gives the function with every mapping flag false, lines gives its file
+ * and line where this build reads DWARF and the test has it (-g), else
+ * names and a comment saying why. */
+static void test_symbolize_modes(void **state) {
+  (void)state;
+  uintptr_t pc = (uintptr_t)&mode_probe + 1;
+  assert_int_equal(pprt_set_symbolize((pprt_symbolize)7), -EINVAL);
+
+  Pprt__Profile *prof = write_os_in_mode(PPRT_SYMBOLIZE_NONE, pc);
+  const Pprt__Location *l = loc(prof, prof->sample[0]->location_id[0]);
+  assert_int_equal(l->n_line, 0);
+  assert_false(mapping(prof, l->mapping_id)->has_functions);
+  pprt__profile_decoded_free(prof);
+
+  prof = write_os_in_mode(PPRT_SYMBOLIZE_NAMES, pc);
+  l = loc(prof, prof->sample[0]->location_id[0]);
+  assert_string_equal(loc_name(prof, l->id), "mode_probe");
+  assert_int_equal(l->line[0]->line, 0);
+  assert_false(mapping(prof, l->mapping_id)->has_functions);
+  assert_false(has_comment(prof, "symbolized:"));
+  pprt__profile_decoded_free(prof);
+
+  prof = write_os_in_mode(PPRT_SYMBOLIZE_LINES, pc);
+  l = loc(prof, prof->sample[0]->location_id[0]);
+  assert_true(l->n_line >= 1);
+  const Pprt__Function *f = func(prof, l->line[l->n_line - 1]->function_id);
+  assert_string_equal(str(prof, f->name), "mode_probe");
+  if (has_comment(prof, "symbolized: names only")) {
+    print_message("no DWARF reader in this build: names, and the comment says so\n");
+    assert_int_equal(f->filename, 0);
+  } else if (f->filename != 0) {
+    assert_non_null(strstr(str(prof, f->filename), "test_profile.c"));
+    assert_true(l->line[0]->line > 0 && f->start_line > 0);
+    const Pprt__Mapping *m = mapping(prof, l->mapping_id);
+    assert_true(m->has_functions && m->has_filenames && m->has_line_numbers &&
+                m->has_inline_frames);
+  } else {
+    print_message("test built without -g: names only\n");
+  }
+  pprt__profile_decoded_free(prof);
+  assert_int_equal(pprt_set_symbolize(PPRT_SYMBOLIZE_DEFAULT), 0);
 }
 
 /* With names off, real locations carry only addresses and mappings say
@@ -545,6 +722,9 @@ int main(void) {
       cmocka_unit_test(test_default_type_and_empty_stack),
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_writer_error_is_returned),
+      cmocka_unit_test(test_inline_frames_and_lines),
+      cmocka_unit_test(test_symbolize_modes),
+      cmocka_unit_test(test_names_without_lines_leave_flags_false),
       cmocka_unit_test(test_decoder_rejects_non_profiles),
       cmocka_unit_test(test_decoder_names_each_broken_rule),
   };

@@ -1006,6 +1006,52 @@ static void test_decoder_rejects_newer_version(void **state) {
   mem_free(&m);
 }
 
+/* A file of one generation: FRAMES with the given payload, FREQUENCY, GEN_END. */
+static size_t frames_file(uint8_t *f, unsigned version, const uint8_t *frames, uint8_t len) {
+  static const uint8_t magic[8] = {0x7f, 'P', 'P', 'R', 'T', 'T', 'R', 'C'};
+  size_t n = 0;
+  memcpy(f, magic, 8);
+  n = 8;
+  f[n++] = (uint8_t)version;
+  for (int i = 0; i < 7; i++)
+    f[n++] = 0;
+  const uint8_t rec_frames[] = {PPRT__TR_FRAMES, 1, len, 0, 0, 0};
+  memcpy(f + n, rec_frames, sizeof rec_frames);
+  n += sizeof rec_frames;
+  memcpy(f + n, frames, len);
+  n += len;
+  /* FREQUENCY: 1e9 ticks a second (uvarint 0x80 0x94 0xeb 0xdc 0x03), sync 0 0 0 */
+  const uint8_t freq[] = {PPRT__TR_FREQUENCY, 1, 8, 0, 0, 0, 0x80, 0x94, 0xeb, 0xdc, 0x03, 0, 0, 0,
+                          PPRT__TR_GEN_END,   1, 0, 0, 0, 0};
+  memcpy(f + n, freq, sizeof freq);
+  return n + sizeof freq;
+}
+
+/* FRAMES (source lines) is a version 2 record: unknown in version 1, and
+ * checked in version 2. */
+static void test_decoder_checks_frames(void **state) {
+  (void)state;
+  uint8_t f[128];
+  pprt__trace *t = NULL;
+  char err[256];
+  const uint8_t empty_entry[] = {0x10, 0}; /* address 0x10, 0 lines */
+  size_t n = frames_file(f, 1, empty_entry, sizeof empty_entry);
+  assert_int_equal(pprt__trace_decode(f, n, 0, &t, err, sizeof err), -EINVAL);
+  assert_non_null(strstr(err, "offset 16: unknown record type 8"));
+  n = frames_file(f, 2, empty_entry, sizeof empty_entry);
+  assert_int_equal(pprt__trace_decode(f, n, 0, &t, err, sizeof err), -EINVAL);
+  assert_non_null(strstr(err, "frames entry of 0 lines"));
+  const uint8_t unknown_string[] = {0x10, 1, 5, 0, 42}; /* function string 5: not defined */
+  n = frames_file(f, 2, unknown_string, sizeof unknown_string);
+  assert_int_equal(pprt__trace_decode(f, n, 0, &t, err, sizeof err), -EINVAL);
+  assert_non_null(strstr(err, "string id 5 is not in generation 1's strings"));
+  const uint8_t no_function[] = {0x10, 1, 0, 0, 42};
+  n = frames_file(f, 2, no_function, sizeof no_function);
+  assert_int_equal(pprt__trace_decode(f, n, 0, &t, err, sizeof err), -EINVAL);
+  assert_non_null(strstr(err, "frames line without a function name"));
+  assert_null(t);
+}
+
 /* ---- the clock --------------------------------------------------------------------- */
 
 /* The format's tick conversion is exact (floor of the exact quotient) for
@@ -1082,6 +1128,7 @@ int main(void) {
       cmocka_unit_test(test_decoder_every_prefix),
       cmocka_unit_test(test_decoder_byte_flips),
       cmocka_unit_test(test_decoder_rejects_newer_version),
+      cmocka_unit_test(test_decoder_checks_frames),
       cmocka_unit_test(test_tick_conversion_is_exact),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -84,6 +84,8 @@ typedef struct cli_profile {
   uint32_t *loc_first, *loc_count; /* into frames */
   uint32_t *frames;
   char **names;  /* interned display names */
+  char **where;  /* per name: "file:line" (or the function's file and first
+                    line), NULL when the profile does not say */
   void *loc_ids; /* location id -> index (sorted pairs) */
   size_t nnames;
   int sample_index; /* the value shown */
@@ -93,20 +95,29 @@ typedef struct cli_profile {
   uint64_t max_frames;
 } cli_profile;
 
-/* Loads and checks a profile, and selects the value to show as
- * cli_profile_select does (type NULL: the default). Returns CLI_OK, or an
- * error code after printing the one-line message for `cmd`. */
-int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, const char *type);
+/* How frames are named. */
+enum {
+  CLI_VIEW_LINES = 1,  /* "name file.c:42": one frame per source line */
+  CLI_VIEW_INLINE = 2, /* "name (inline)" for a frame inlined into its caller */
+};
+
+/* Loads and checks a profile, names its frames as flags (CLI_VIEW_*) say,
+ * and selects the value to show as cli_profile_select does (type NULL: the
+ * default). Returns CLI_OK, or an error code after printing the one-line
+ * message for `cmd`. */
+int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, const char *type,
+                     unsigned flags);
 /* The same on a profile already in memory; path only names it in messages.
  * data stays the caller's. */
 int cli_profile_load_mem(cli_profile *cp, const char *cmd, const char *path, const uint8_t *data,
-                         size_t len, const char *type);
+                         size_t len, const char *type, unsigned flags);
 /* Loads n profiles as one: a single file as cli_profile_load does, several
  * merged with pprof's rules (tools/merge.h), named by the first path. With
  * group_by (a label key, e.g. "process"), every stack gets a root frame
- * "KEY VALUE" (tools/profile_group.c). type as for cli_profile_load. */
+ * "KEY VALUE" (tools/profile_group.c). type and flags as for
+ * cli_profile_load. */
 int cli_profile_load_many(cli_profile *cp, const char *cmd, char *const *paths, size_t n,
-                          const char *group_by, const char *type);
+                          const char *group_by, const char *type, unsigned flags);
 /* Reads and decodes one profile file; CLI_OK, or an error code after the
  * one-line message for cmd. */
 int cli_profile_decode_file(const char *cmd, const char *path, Pprt__Profile **out);
@@ -204,15 +215,15 @@ int cli_write_collapse(FILE *out, const cli_profile *cp, uint64_t max_bytes);
 typedef struct cli_view_opts {
   const char *file, *out, *sample_index;
   long long n;
-  int cum;
+  int cum, lines;
   char **files; /* all the FILEs (file is the first); free() it */
   size_t nfiles;
   const char *by; /* --by KEY */
 } cli_view_opts;
 
 /* Parses argv for a profile command: FILE..., --sample-index, and those
- * of -n (n), --cum (c), -o (o), --by (b) that allow names. Returns -1 to go
- * on, else the exit code (after --help: 0). */
+ * of -n (n), --cum (c), -o (o), --lines (l), --by (b) that allow names.
+ * Returns -1 to go on, else the exit code (after --help: 0). */
 int cli_parse_view(int argc, char **argv, const char *cmd, const char *usage, const char *allow,
                    cli_view_opts *o);
 

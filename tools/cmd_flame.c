@@ -14,18 +14,22 @@ extern const unsigned char cli_flame_html[];
 extern const unsigned long cli_flame_html_len;
 
 static const char usage[] =
-    "usage: pprt flame FILE... [-o OUT.html] [--by KEY] [--sample-index NAME]\n"
+    "usage: pprt flame FILE... [-o OUT.html] [--lines] [--by KEY] [--sample-index NAME]\n"
     "\n"
     "Writes a flame graph of a pprof profile as one self-contained HTML file\n"
     "(inline script and style, nothing fetched): the root at the top, widths in\n"
     "the chosen value, a search box (regular expression) and click-to-zoom.\n"
-    "Several FILEs are merged first, as for pprt top (named after the first).\n"
+    "Functions inlined into their callers have frames of their own, marked\n"
+    "\"(inline)\"; a frame's tooltip says where it is (file:line). Several FILEs\n"
+    "are merged first, as for pprt top (named after the first).\n"
     "\n"
     "  --by KEY              a root frame \"KEY VALUE\" per value of sample label\n"
     "                        KEY: --by process groups the stacks by program\n"
+    "                        (with --lines, the frames under it have lines)\n"
     "  -o OUT.html           where to write it (default: FILE's name with .html\n"
     "                        for .pb.gz/.pb/.pprof, e.g. cpu.pb.gz -> cpu.html;\n"
     "                        \"-\" for standard output)\n"
+    "  --lines               one frame per source line (\"name file.c:42\")\n"
     "  --sample-index NAME   as for pprt top\n"
     "\n"
     "Exit status: 0 ok, 1 OUT cannot be written, 2 bad usage, 3 FILE unreadable,\n"
@@ -103,6 +107,14 @@ int cli_write_flame(FILE *f, const cli_profile *cp, const char *title) {
     fputc(',', f);
     json_str(f, cp->names[i]);
   }
+  fputs("],\"where\":[null", f);
+  for (size_t i = 0; i < cp->nnames; i++) {
+    fputc(',', f);
+    if (cp->where[i])
+      json_str(f, cp->where[i]);
+    else
+      fputs("null", f);
+  }
   fputs("],\"root\":", f);
   int rc = cli_tree_walk(&t, (cli_tree_visit){emit_enter, emit_leave, f});
   cli_tree_free(&t);
@@ -135,13 +147,14 @@ static char *default_output(const char *in) {
 
 int cli_cmd_flame(int argc, char **argv) {
   cli_view_opts o;
-  int rc = cli_parse_view(argc, argv, "flame", usage, "ob", &o);
+  int rc = cli_parse_view(argc, argv, "flame", usage, "olb", &o);
   if (rc >= 0) {
     free(o.files);
     return rc;
   }
   cli_profile cp;
-  rc = cli_profile_load_many(&cp, "flame", o.files, o.nfiles, o.by, o.sample_index);
+  rc = cli_profile_load_many(&cp, "flame", o.files, o.nfiles, o.by, o.sample_index,
+                             CLI_VIEW_INLINE | (o.lines ? CLI_VIEW_LINES : 0));
   free(o.files);
   if (rc != CLI_OK) {
     cli_profile_free(&cp);

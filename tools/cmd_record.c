@@ -580,7 +580,7 @@ static void summarize_cpu(const char *dir, int status) {
     return;
   }
   cli_profile cp;
-  if (cli_profile_load(&cp, "record", path, NULL) != CLI_OK) {
+  if (cli_profile_load(&cp, "record", path, NULL, 0) != CLI_OK) {
     cli_profile_free(&cp);
     return;
   }
@@ -643,7 +643,7 @@ static void summarize_heap(const char *dir, int status) {
     return;
   }
   cli_profile cp;
-  if (cli_profile_load(&cp, "record", path, NULL) != CLI_OK) {
+  if (cli_profile_load(&cp, "record", path, NULL, 0) != CLI_OK) {
     cli_profile_free(&cp);
     return;
   }

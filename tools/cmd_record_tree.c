@@ -303,7 +303,7 @@ void cli_record_tree(const char *dir, long root_pid, int cpu, int heap, int trac
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/cpu.pb.gz", dir);
   cli_profile cp;
-  if (cli_profile_load(&cp, "record", path, NULL) == CLI_OK) {
+  if (cli_profile_load(&cp, "record", path, NULL, 0) == CLI_OK) {
     fprintf(stderr, "  top processes by CPU (pprt top --by process %s):\n", path);
     cli_print_by(stderr, &cp, "process", 5, 0);
   }

@@ -7,7 +7,7 @@
 #include "tools/cli.h"
 
 static const char top_usage[] =
-    "usage: pprt top FILE... [-n N] [--cum] [--by KEY] [--sample-index NAME]\n"
+    "usage: pprt top FILE... [-n N] [--cum] [--lines] [--by KEY] [--sample-index NAME]\n"
     "\n"
     "Prints the functions of a pprof profile (pprt's, Go's runtime/pprof, any\n"
     "pprof writer's; gzip'd or not) with their flat and cumulative values, like\n"
@@ -16,9 +16,13 @@ static const char top_usage[] =
     "\n"
     "  -n N                  rows to print (default 20; 0: all)\n"
     "  --cum                 sort by cumulative value instead of flat\n"
+    "  --lines               one row per source line (\"name file.c:42\"), as\n"
+    "                        go tool pprof -lines; inlined functions have rows\n"
+    "                        of their own either way\n"
     "  --by KEY              the value per sample label KEY instead of per\n"
-    "                        function: process (per program, with how many pids\n"
-    "                        ran it), pid (per process), thread_name, ...\n"
+    "                        function or line: process (per program, with how\n"
+    "                        many pids ran it), pid (per process), thread_name,\n"
+    "                        ...; --lines and --cum do not change this table\n"
     "  --sample-index NAME   the value to show: a sample type (cpu, samples,\n"
     "                        alloc_space, inuse_objects, ...) or its index;\n"
     "                        default: the profile's default type, else its last\n"
@@ -28,7 +32,7 @@ static const char top_usage[] =
     "more than 16777216 frames in all; inlined frames count).\n";
 
 static const char collapse_usage[] =
-    "usage: pprt collapse FILE... [-o OUT] [--by KEY] [--sample-index NAME]\n"
+    "usage: pprt collapse FILE... [-o OUT] [--lines] [--by KEY] [--sample-index NAME]\n"
     "\n"
     "Writes the profile as folded stacks, one line per distinct stack, root\n"
     "first: \"main;work;hash 42\" (flamegraph.pl, speedscope, Perfetto and\n"
@@ -36,8 +40,10 @@ static const char collapse_usage[] =
     "sum to the profile's total. Several FILEs are merged first, as for top.\n"
     "\n"
     "  -o OUT                write to OUT instead of standard output\n"
+    "  --lines               frames with their source line: \"hash hash.c:42\"\n"
     "  --by KEY              a root frame \"KEY VALUE\" per value of sample label\n"
-    "                        KEY: --by process puts each program at the root\n"
+    "                        KEY: --by process puts each program at the root;\n"
+    "                        with --lines, the frames under it have their lines\n"
     "  --sample-index NAME   as for pprt top\n"
     "\n"
     "Exit status: 0 ok, 1 OUT cannot be written, 2 bad usage, 3 FILE unreadable,\n"
@@ -70,6 +76,8 @@ int cli_parse_view(int argc, char **argv, const char *cmd, const char *usage, co
       return cli_error(CLI_EUSAGE, cmd, "%s needs a value (see pprt %s --help)", a, cmd);
     } else if (strchr(allow, 'c') && strcmp(a, "--cum") == 0) {
       o->cum = 1;
+    } else if (strchr(allow, 'l') && strcmp(a, "--lines") == 0) {
+      o->lines = 1;
     } else if (a[0] == '-' && a[1] != '\0') {
       return cli_error(CLI_EUSAGE, cmd, "unknown option '%s' (see pprt %s --help)", a, cmd);
     } else {
@@ -86,13 +94,14 @@ int cli_parse_view(int argc, char **argv, const char *cmd, const char *usage, co
 
 int cli_cmd_top(int argc, char **argv) {
   cli_view_opts o;
-  int rc = cli_parse_view(argc, argv, "top", top_usage, "ncb", &o);
+  int rc = cli_parse_view(argc, argv, "top", top_usage, "nclb", &o);
   if (rc >= 0) {
     free(o.files);
     return rc;
   }
   cli_profile cp;
-  rc = cli_profile_load_many(&cp, "top", o.files, o.nfiles, NULL, o.sample_index);
+  rc = cli_profile_load_many(&cp, "top", o.files, o.nfiles, NULL, o.sample_index,
+                             o.lines ? CLI_VIEW_LINES : 0);
   if (rc == CLI_OK && o.by) {
     if (cli_print_by(stdout, &cp, o.by, (size_t)o.n, 1) != CLI_OK)
       rc = cli_error(CLI_EFAIL, "top", "%s: out of memory", o.file);
@@ -167,13 +176,14 @@ int cli_write_collapse(FILE *out, const cli_profile *cp, uint64_t max_bytes) {
 
 int cli_cmd_collapse(int argc, char **argv) {
   cli_view_opts o;
-  int rc = cli_parse_view(argc, argv, "collapse", collapse_usage, "ob", &o);
+  int rc = cli_parse_view(argc, argv, "collapse", collapse_usage, "olb", &o);
   if (rc >= 0) {
     free(o.files);
     return rc;
   }
   cli_profile cp;
-  rc = cli_profile_load_many(&cp, "collapse", o.files, o.nfiles, o.by, o.sample_index);
+  rc = cli_profile_load_many(&cp, "collapse", o.files, o.nfiles, o.by, o.sample_index,
+                             o.lines ? CLI_VIEW_LINES : 0);
   free(o.files);
   if (rc != CLI_OK) {
     cli_profile_free(&cp);

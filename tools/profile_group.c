@@ -38,10 +38,10 @@ int cli_profile_decode_file(const char *cmd, const char *path, Pprt__Profile **o
 /* ---- several as one ------------------------------------------------------------------ */
 
 int cli_profile_load_many(cli_profile *cp, const char *cmd, char *const *paths, size_t n,
-                          const char *group_by, const char *type) {
+                          const char *group_by, const char *type, unsigned flags) {
   memset(cp, 0, sizeof *cp);
   if (n == 1 && group_by == NULL)
-    return cli_profile_load(cp, cmd, paths[0], type);
+    return cli_profile_load(cp, cmd, paths[0], type, flags);
   cli_merge *m = cli_merge_new();
   if (m == NULL || (group_by && cli_merge_group_by(m, group_by) != CLI_OK)) {
     cli_merge_free(m);
@@ -63,7 +63,7 @@ int cli_profile_load_many(cli_profile *cp, const char *cmd, char *const *paths, 
     rc = cli_error(CLI_EFAIL, cmd, "out of memory merging the profiles");
   cli_merge_free(m);
   if (rc == CLI_OK)
-    rc = cli_profile_load_mem(cp, cmd, paths[0], data, len, type);
+    rc = cli_profile_load_mem(cp, cmd, paths[0], data, len, type, flags);
   free(data);
   return rc;
 }

@@ -5,7 +5,12 @@
  * Names: a location's Line entries give its frames, innermost (inlined)
  * first; a location without them (an address nobody symbolized) becomes
  * one frame "<mapping basename>+0x<file offset>", which stays the same
- * from run to run of the same binary, unlike the address. */
+ * from run to run of the same binary, unlike the address. With
+ * CLI_VIEW_LINES a frame's name carries its line ("name file.c:42", the
+ * file's base name), as go tool pprof -lines shows it; with CLI_VIEW_INLINE
+ * an inlined frame is marked ("name (inline)"). Each name also keeps where
+ * it is (its file:line, or the function's file and first line) for the
+ * flame graph's tooltips. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +29,7 @@ const char *cli_str(const Pprt__Profile *p, int64_t i) {
 
 typedef struct names {
   char **v;
+  char **where; /* per name: "file:line", or NULL */
   size_t n, cap;
   uint32_t *slots; /* index + 1, 0 empty */
   size_t nslots;
@@ -65,8 +71,13 @@ static long names_intern(names *t, const char *s) {
     if (nv == NULL)
       return -1;
     t->v = nv;
+    char **nw = realloc(t->where, nc * sizeof *nw);
+    if (nw == NULL)
+      return -1;
+    t->where = nw;
     t->cap = nc;
   }
+  t->where[t->n] = NULL;
   char *copy = strdup(s);
   if (copy == NULL)
     return -1;
@@ -151,7 +162,38 @@ static void address_name(char *buf, size_t len, const Pprt__Profile *p, const Pp
   snprintf(buf, len, "0x%llx", (unsigned long long)l->address);
 }
 
-int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, const char *type) {
+/* Interns the display name of one frame: name (a function's, or an
+ * address's), decorated as flags ask with where it is (file, line) and
+ * whether it was inlined; its where is kept for the flame graph. -1 on out
+ * of memory. */
+static long frame_name(names *nm, const char *name, const char *file, int64_t line, int inl,
+                       unsigned flags) {
+  char shown[1024], where[320] = "";
+  if (*file)
+    snprintf(where, sizeof where, line > 0 ? "%s:%lld" : "%s", file, (long long)line);
+  int with_line = (flags & CLI_VIEW_LINES) && *where;
+  if (with_line || inl) {
+    snprintf(shown, sizeof shown, "%.640s%s%s%s", name, with_line ? " " : "",
+             with_line ? where : "", inl ? " (inline)" : "");
+    name = shown;
+  }
+  long id = names_intern(nm, name);
+  if (id >= 0 && *where && nm->where[id] == NULL && (nm->where[id] = strdup(where)) == NULL)
+    return -1;
+  return id;
+}
+
+/* The name a function (or a location's address) was last given at a line,
+ * so that a location with millions of lines of one function, which a small
+ * file can describe, makes its name once and not once per line. */
+typedef struct name_memo {
+  long id; /* -1: none yet */
+  long fn; /* the function (for an address's name) */
+  int64_t line;
+} name_memo;
+
+int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, const char *type,
+                     unsigned flags) {
   memset(cp, 0, sizeof *cp);
   uint8_t *data;
   size_t len;
@@ -159,13 +201,13 @@ int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, const c
   int rc = cli_read_file(path, PPRT__PROFILE_MAX_BYTES, &data, &len, err, sizeof err);
   if (rc != CLI_OK)
     return cli_error(rc, cmd, "%s: %s", path, err);
-  rc = cli_profile_load_mem(cp, cmd, path, data, len, type);
+  rc = cli_profile_load_mem(cp, cmd, path, data, len, type, flags);
   free(data);
   return rc;
 }
 
 int cli_profile_load_mem(cli_profile *cp, const char *cmd, const char *path, const uint8_t *data,
-                         size_t len, const char *type) {
+                         size_t len, const char *type, unsigned flags) {
   memset(cp, 0, sizeof *cp);
   cp->path = path;
   cp->max_frames = CLI_VIEW_MAX_FRAMES;
@@ -193,63 +235,68 @@ int cli_profile_load_mem(cli_profile *cp, const char *cmd, const char *path, con
   cp->frames = malloc((nframes + 1) * sizeof *cp->frames);
   if (!fns || !maps || !locs || !cp->loc_first || !cp->loc_count || !cp->frames)
     goto oom;
-  /* Each function's name is interned once, however many lines use it: a
-   * location may have millions of lines naming one long string. */
-  long *fn_name = malloc((p->n_function + 1) * sizeof *fn_name);
-  if (fn_name == NULL)
+  /* Two per function: as an outer frame and as an inlined one. */
+  name_memo *fn_memo = malloc((2 * p->n_function + 1) * sizeof *fn_memo);
+  if (fn_memo == NULL)
     goto oom;
-  for (size_t i = 0; i < p->n_function; i++)
-    fn_name[i] = -1;
+  for (size_t i = 0; i < 2 * p->n_function; i++)
+    fn_memo[i] = (name_memo){-1, 0, 0};
   size_t k = 0;
   for (size_t i = 0; i < p->n_location; i++) {
     const Pprt__Location *l = p->location[i];
-    long addr_id = -1; /* the address's name, made once per location */
     cp->loc_first[i] = (uint32_t)k;
-    for (size_t j = 0; j <= l->n_line; j++) {
-      long id = -1;
-      if (j < l->n_line) {
-        long f = find_id(fns, p->n_function, l->line[j]->function_id);
-        if (f >= 0 && fn_name[f] == -1) {
-          const char *name = cli_str(p, p->function[f]->name);
-          if (!*name)
-            name = cli_str(p, p->function[f]->system_name);
-          fn_name[f] = *name ? names_intern(&nm, name) : -2; /* -2: no name */
-          if (fn_name[f] == -1)
-            goto oom_fn;
-        }
-        id = f >= 0 ? fn_name[f] : -2;
-      } else if (l->n_line != 0) {
-        break;
+    /* A location without lines has one frame: its address (j == 0, no
+     * function). */
+    name_memo addr_memo[2] = {{-1, 0, 0}, {-1, 0, 0}};
+    for (size_t j = 0; j < l->n_line || (j == 0 && l->n_line == 0); j++) {
+      long f = j < l->n_line ? find_id(fns, p->n_function, l->line[j]->function_id) : -1;
+      const char *name = "", *file = "";
+      int64_t line = 0;
+      if (f >= 0) {
+        const Pprt__Function *fn = p->function[f];
+        name = cli_str(p, fn->name);
+        if (!*name)
+          name = cli_str(p, fn->system_name);
+        file = base_name(cli_str(p, fn->filename));
+        line = l->line[j]->line;
+        if (!(flags & CLI_VIEW_LINES) || line == 0)
+          line = fn->start_line;
       }
-      if (id < 0) { /* no line, or a function without a name */
-        if (addr_id < 0) {
-          char buf[320];
+      int inl = (flags & CLI_VIEW_INLINE) && j + 1 < l->n_line;
+      /* A function without a name is shown by its address, per location. */
+      name_memo *m = *name ? &fn_memo[2 * f + inl] : &addr_memo[inl];
+      if (m->id < 0 || m->fn != f || m->line != line) {
+        char buf[320];
+        if (!*name) {
           address_name(buf, sizeof buf, p, l, maps);
-          if ((addr_id = names_intern(&nm, buf)) < 0)
-            goto oom_fn;
+          name = buf;
         }
-        id = addr_id;
+        *m = (name_memo){frame_name(&nm, name, file, line, inl, flags), f, line};
+        if (m->id < 0)
+          goto oom_memo;
       }
-      cp->frames[k++] = (uint32_t)id;
+      cp->frames[k++] = (uint32_t)m->id;
     }
     cp->loc_count[i] = (uint32_t)(k - cp->loc_first[i]);
   }
-  free(fn_name);
+  free(fn_memo);
   free(fns);
   free(maps);
   free(nm.slots);
   cp->names = nm.v;
+  cp->where = nm.where;
   cp->nnames = nm.n;
   /* The bounds are checked on the type asked for only: another may have
    * nonzero values on stacks this one leaves out. */
   return cli_profile_select(cp, cmd, type);
-oom_fn:
-  free(fn_name);
+oom_memo:
+  free(fn_memo);
 oom:
   free(fns);
   free(maps);
   free(nm.slots);
   cp->names = nm.v;
+  cp->where = nm.where;
   cp->nnames = nm.n;
   return cli_error(CLI_EFAIL, cmd, "%s: out of memory", path);
 }
@@ -320,9 +367,12 @@ int cli_profile_select(cli_profile *cp, const char *cmd, const char *name) {
 }
 
 void cli_profile_free(cli_profile *cp) {
-  for (size_t i = 0; i < cp->nnames; i++)
+  for (size_t i = 0; i < cp->nnames; i++) {
     free(cp->names[i]);
+    free(cp->where[i]);
+  }
   free(cp->names);
+  free(cp->where);
   free(cp->loc_first);
   free(cp->loc_count);
   free(cp->frames);

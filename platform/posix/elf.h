@@ -104,7 +104,8 @@ int pprt__elf_symtab_add_file(pprt__elf_symtab *tab, const void *data, size_t si
 int pprt__elf_symtab_add_memory(pprt__elf_symtab *tab, const pprt__elf_object *obj);
 
 /* Sorts by address and keeps one name per address (sized over unsized, then
- * global over weak over local, then fewer leading underscores). Errors:
+ * global over weak over local, then fewer leading underscores, then the
+ * shorter name). Errors:
  * none; an empty table stays empty. */
 void pprt__elf_symtab_finish(pprt__elf_symtab *tab);
 

@@ -154,6 +154,11 @@ static int sym_order(const void *pa, const void *pb) {
   int ua = count_underscores(a->name), ub = count_underscores(b->name);
   if (ua != ub)
     return ua - ub;
+  /* The shorter of two names a user could know: glibc's free is also the
+   * compat symbol cfree, both global. */
+  size_t la = strlen(a->name), lb = strlen(b->name);
+  if (la != lb)
+    return la < lb ? -1 : 1;
   return strcmp(a->name, b->name); /* a stable choice from run to run */
 }
 

@@ -7,7 +7,11 @@
  * time limit (-timeout, tests/CMakeLists.txt) then means a view that
  * escapes its bound, not one that works within it. The seeds
  * (tests/fuzz/seeds/profile_views) include the hostile shapes of
- * tests/cli_bounds.cmake, unzipped so that mutations reach the message. */
+ * tests/cli_bounds.cmake, unzipped so that mutations reach the message.
+ *
+ * Frames are named four ways (source lines or not, inlined frames marked or
+ * not: CLI_VIEW_*), chosen by a hash of the input so that a crash
+ * reproduces from the input alone and mutations try every way. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,6 +28,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 #define FUZZ_MAX_FRAMES ((uint64_t)1 << 17)
 #define FUZZ_MAX_FOLDED ((uint64_t)1 << 24)
 
+/* CLI_VIEW_LINES, CLI_VIEW_INLINE, both or neither, by the input. */
+static unsigned view_flags(const uint8_t *data, size_t len) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ data[i]) * 16777619u;
+  return ((h >> 16) & 1 ? CLI_VIEW_LINES : 0) | ((h >> 17) & 1 ? CLI_VIEW_INLINE : 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
   static FILE *sink;
   if (sink == NULL) {
@@ -33,7 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
       __builtin_trap();
   }
   cli_profile cp;
-  if (cli_profile_load_mem(&cp, "fuzz", "input", data, len, NULL) == CLI_OK) {
+  if (cli_profile_load_mem(&cp, "fuzz", "input", data, len, NULL, view_flags(data, len)) ==
+      CLI_OK) {
     cp.max_frames = FUZZ_MAX_FRAMES;
     /* Every sample type in turn: a bound passed for one value may fail for
      * another, since only the samples with a nonzero value are shown. */

@@ -1,0 +1,409 @@
+/* Source lines and inline frames from DWARF through elfutils' libdw: the
+ * source-lines reader of core/platform.h on Linux and FreeBSD.
+ *
+ * Divisions: the images (a snapshot of the loaded objects, each given its
+ * own libdwfl session the first time an address falls in it, so an image
+ * nobody sampled costs nothing); the lookup (the compilation unit and line
+ * table for an address, then the DIE scopes around it for the inline chain).
+ *
+ * libdwfl rather than libdw alone because it does most of the finding
+ * (separate debug files by build id under each debug directory; the
+ * .gnu_debuglink search is pprt's, see find_debuginfo), compressed
+ * sections, and a file's own bias. Runs at write time only (the
+ * CPU reader, heap and trace writers), never in a signal handler.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+
+#include "core/platform.h"
+#include "core/syscalls.h"
+#include "platform/posix/dwarf_scopes.h"
+#include "platform/posix/elf.h"
+
+/* ---- images -------------------------------------------------------------------- */
+
+/* One compilation unit's index, found by the unit's offset. */
+typedef struct cu_entry {
+  struct cu_entry *next;
+  Dwarf_Off cu;
+  pprt__dw_cu_index ix;
+} cu_entry;
+
+#define CU_BUCKETS 256
+
+typedef struct lines_image {
+  Dwfl *dwfl;
+  Dwfl_Module *mod;
+  int tried; /* dwfl is set up, or setting it up failed once */
+  cu_entry *cus[CU_BUCKETS];
+} lines_image;
+
+/* A call site's file joined to its compilation directory, kept until close
+ * (the names given out point here). */
+typedef struct joined_path {
+  struct joined_path *next;
+  const void *files; /* the CU's Dwarf_Files */
+  size_t idx;
+  char path[];
+} joined_path;
+
+#define JOINED_BUCKETS 1024
+
+struct pprt__os_lines {
+  joined_path *joined[JOINED_BUCKETS];
+  pprt__elf_snapshot snap;
+  lines_image *img;     /* parallel to snap.obj */
+  lines_image *retired; /* images unloaded since: names still point in */
+  size_t nretired;
+  char *debuginfo_path;
+  Dwfl_Callbacks cb;
+  size_t last; /* the image of the previous address, + 1 */
+};
+
+/* Where libdwfl looks for separate debug files: the caller's directories,
+ * then its default (the file's own directory, its .debug subdirectory and
+ * /usr/lib/debug). Absolute entries are searched by build id too. */
+static char *debug_path(const char *dirs) {
+  static const char system_dirs[] = ":.debug:/usr/lib/debug";
+  size_t n = dirs && *dirs ? strlen(dirs) + 1 : 0;
+  char *p = malloc(n + sizeof system_dirs);
+  if (p == NULL)
+    return NULL;
+  if (n) {
+    memcpy(p, dirs, n - 1);
+    p[n - 1] = ':';
+  }
+  memcpy(p + n, system_dirs, sizeof system_dirs);
+  /* A leading '+' or '-' would be read as libdwfl's checksum flag. */
+  if (p[0] == '+' || p[0] == '-')
+    p[0] = ':';
+  return p;
+}
+
+/* Opens path for libdwfl when it is a readable file: its name goes to
+ * *found (malloc'd, libdwfl frees it). */
+static int open_debug(const char *path, char **found) {
+  int fd = pprt__sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd >= 0 && (*found = strdup(path)) == NULL) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+/* Separate debug files: by build id under each directory of the path
+ * (libdwfl's own search), then by .gnu_debuglink next to the file, in its
+ * .debug directory, and under each absolute directory of the path followed
+ * by the file's directory (/usr/lib/debug/usr/bin/x.debug). Not
+ * dwfl_standard_find_debuginfo: where nothing is found it asks debuginfod
+ * servers when DEBUGINFOD_URLS is set, and a profile written at exit must
+ * not wait on the network. The module's user data is the reader. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                          const char *file_name, const char *debuglink, GElf_Word crc,
+                          char **found) {
+  int fd =
+      dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink, crc, found);
+  if (fd >= 0 || debuglink == NULL || file_name == NULL || strchr(debuglink, '/') != NULL)
+    return fd;
+  const pprt__os_lines *l = *userdata;
+  const char *slash = strrchr(file_name, '/');
+  int dirlen = slash ? (int)(slash - file_name) : 0;
+  char path[4096];
+  if (snprintf(path, sizeof path, "%.*s/%s", dirlen, file_name, debuglink) < (int)sizeof path &&
+      strcmp(path, file_name) != 0)
+    fd = open_debug(path, found);
+  if (fd < 0 && snprintf(path, sizeof path, "%.*s/.debug/%s", dirlen, file_name, debuglink) <
+                    (int)sizeof path)
+    fd = open_debug(path, found);
+  for (const char *d = l ? l->debuginfo_path : ""; fd < 0 && *d;) {
+    size_t n = strcspn(d, ":");
+    if (d[0] == '/' && snprintf(path, sizeof path, "%.*s%.*s/%s", (int)n, d, dirlen, file_name,
+                                debuglink) < (int)sizeof path)
+      fd = open_debug(path, found);
+    d += n + (d[n] == ':');
+  }
+  return fd;
+}
+
+int pprt__os_lines_open(pprt__os_lines **out, const char *debug_dirs) {
+  *out = NULL;
+  pprt__os_lines *l = calloc(1, sizeof *l);
+  if (l == NULL)
+    return -ENOMEM;
+  int rc = pprt__elf_snapshot_take(&l->snap);
+  if (rc != 0) {
+    free(l);
+    return rc;
+  }
+  l->img = calloc(l->snap.n ? l->snap.n : 1, sizeof *l->img);
+  l->debuginfo_path = debug_path(debug_dirs);
+  if (l->img == NULL || l->debuginfo_path == NULL) {
+    pprt__os_lines_close(l);
+    return -ENOMEM;
+  }
+  l->cb.find_elf = dwfl_build_id_find_elf;
+  l->cb.find_debuginfo = find_debuginfo;
+  l->cb.section_address = dwfl_offline_section_address;
+  l->cb.debuginfo_path = &l->debuginfo_path;
+  *out = l;
+  return 0;
+}
+
+static void image_free(lines_image *img) {
+  for (size_t b = 0; b < CU_BUCKETS; b++)
+    for (cu_entry *c = img->cus[b], *next; c != NULL; c = next) {
+      next = c->next;
+      pprt__dw_index_free(&c->ix);
+      free(c);
+    }
+  if (img->dwfl)
+    dwfl_end(img->dwfl);
+}
+
+void pprt__os_lines_close(pprt__os_lines *l) {
+  if (l == NULL)
+    return;
+  for (size_t i = 0; l->img && i < l->snap.n; i++)
+    image_free(&l->img[i]);
+  for (size_t i = 0; i < l->nretired; i++)
+    image_free(&l->retired[i]);
+  free(l->retired);
+  for (size_t b = 0; b < JOINED_BUCKETS; b++)
+    for (joined_path *j = l->joined[b], *next; j != NULL; j = next) {
+      next = j->next;
+      free(j);
+    }
+  free(l->img);
+  free(l->debuginfo_path);
+  pprt__elf_snapshot_free(&l->snap);
+  free(l);
+}
+
+static int object_holds(const pprt__elf_object *obj, uintptr_t addr) {
+  for (size_t j = 0; j < obj->phnum; j++) {
+    const pprt__elf_phdr *ph = &obj->phdr[j];
+    uintptr_t start = obj->bias + (uintptr_t)ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && addr - start < (uintptr_t)ph->p_memsz)
+      return 1;
+  }
+  return 0;
+}
+
+/* The libdwfl module of the image holding addr, set up on first use; NULL
+ * for an address in no image, the vDSO (no file) or a file libdwfl refuses. */
+/* A new snapshot after the loader added or removed objects (a trace keeps
+ * its reader for the whole session): images still loaded keep their
+ * debug information, unloaded ones are retired until close. */
+static int resnapshot(pprt__os_lines *l) {
+  pprt__elf_snapshot ns;
+  if (pprt__elf_snapshot_take(&ns) != 0)
+    return -1;
+  lines_image *ni = calloc(ns.n ? ns.n : 1, sizeof *ni);
+  lines_image *nr = realloc(l->retired, (l->nretired + l->snap.n + 1) * sizeof *nr);
+  if (nr != NULL)
+    l->retired = nr;
+  if (ni == NULL || nr == NULL) {
+    free(ni);
+    pprt__elf_snapshot_free(&ns);
+    return -1;
+  }
+  for (size_t i = 0; i < l->snap.n; i++) {
+    size_t k = 0;
+    while (k < ns.n && !(ns.obj[k].bias == l->snap.obj[i].bias &&
+                         strcmp(ns.obj[k].path, l->snap.obj[i].path) == 0 && !ni[k].tried))
+      k++;
+    if (k < ns.n)
+      ni[k] = l->img[i];
+    else if (l->img[i].tried)
+      l->retired[l->nretired++] = l->img[i];
+  }
+  free(l->img);
+  pprt__elf_snapshot_free(&l->snap);
+  l->snap = ns;
+  l->img = ni;
+  l->last = 0;
+  return 0;
+}
+
+static Dwfl_Module *module_for(pprt__os_lines *l, uintptr_t addr, lines_image **imgp) {
+  size_t i = l->last;
+  if (i == 0 || !object_holds(&l->snap.obj[i - 1], addr)) {
+    for (i = 1; i <= l->snap.n && !object_holds(&l->snap.obj[i - 1], addr); i++)
+      ;
+    if (i > l->snap.n && pprt__elf_loader_adds() != l->snap.adds && resnapshot(l) == 0)
+      for (i = 1; i <= l->snap.n && !object_holds(&l->snap.obj[i - 1], addr); i++)
+        ;
+    if (i > l->snap.n)
+      return NULL;
+    l->last = i;
+  }
+  const pprt__elf_object *obj = &l->snap.obj[i - 1];
+  lines_image *img = &l->img[i - 1];
+  *imgp = img;
+  if (!img->tried) {
+    img->tried = 1;
+    if (obj->file == NULL)
+      return NULL;
+    /* The bytes come from obj->file (/proc/self/exe for a main executable
+     * deleted or replaced since it started); the name from its real path,
+     * where a .gnu_debuglink file is looked for. */
+    int fd = pprt__sys_open(obj->file, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+      return NULL;
+    img->dwfl = dwfl_begin(&l->cb);
+    if (img->dwfl == NULL) {
+      close(fd);
+      return NULL;
+    }
+    dwfl_report_begin(img->dwfl);
+    /* add_p_vaddr: the module starts at bias + its first p_vaddr, which
+     * keeps a prelinked library right too. fd is the module's from here. */
+    img->mod = dwfl_report_elf(img->dwfl, obj->path, obj->path, fd, obj->bias, true);
+    if (img->mod == NULL)
+      close(fd);
+    void **user = NULL;
+    if (img->mod != NULL)
+      dwfl_module_info(img->mod, &user, NULL, NULL, NULL, NULL, NULL, NULL);
+    if (user != NULL)
+      *user = l; /* for find_debuginfo */
+    dwfl_report_end(img->dwfl, NULL, NULL);
+  }
+  return img->mod;
+}
+
+/* ---- lookup ------------------------------------------------------------------------ */
+
+/* Deepest inline chain looked at (deeper chains lose their outermost
+ * callers, as the profile builder's PPRT__MAX_FRAMES would). */
+#define PPRT__OS_MAX_INLINE 64
+
+/* The name a function is linked under (C++ mangled), else its source name,
+ * following DW_AT_abstract_origin and DW_AT_specification. */
+static const char *die_name(Dwarf_Die *die) {
+  Dwarf_Attribute attr;
+  const char *name = NULL;
+  if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+      dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+    name = dwarf_formstring(&attr);
+  if (name == NULL && dwarf_attr_integrate(die, DW_AT_name, &attr))
+    name = dwarf_formstring(&attr);
+  return name;
+}
+
+static int die_udata(Dwarf_Die *die, unsigned at, Dwarf_Word *out) {
+  Dwarf_Attribute attr;
+  return dwarf_attr(die, at, &attr) != NULL && dwarf_formudata(&attr, out) == 0;
+}
+
+/* The file of entry idx of a CU's file table as a path a reader can open:
+ * DWARF 5 tables name files relative to the compilation directory, which
+ * the line table's own answers already include. */
+static const char *call_file(pprt__os_lines *l, Dwarf_Die *cu, Dwarf_Files *files, size_t idx) {
+  const char *name = dwarf_filesrc(files, idx, NULL, NULL);
+  if (name == NULL || name[0] == '/')
+    return name;
+  size_t b = (((uintptr_t)files >> 4) * 31 + idx) % JOINED_BUCKETS;
+  for (joined_path *j = l->joined[b]; j != NULL; j = j->next)
+    if (j->files == files && j->idx == idx)
+      return j->path;
+  Dwarf_Attribute attr;
+  const char *dir = dwarf_attr(cu, DW_AT_comp_dir, &attr) ? dwarf_formstring(&attr) : NULL;
+  if (dir == NULL || dir[0] != '/')
+    return name;
+  size_t dl = strlen(dir), nl = strlen(name);
+  joined_path *j = malloc(sizeof *j + dl + nl + 2);
+  if (j == NULL)
+    return name;
+  memcpy(j->path, dir, dl);
+  j->path[dl] = '/';
+  memcpy(j->path + dl + 1, name, nl + 1);
+  j->files = files;
+  j->idx = idx;
+  j->next = l->joined[b];
+  l->joined[b] = j;
+  return j->path;
+}
+
+/* The index of the unit cu of img, built the first time; NULL on ENOMEM. */
+static const pprt__dw_cu_index *cu_index(lines_image *img, Dwarf_Die *cu) {
+  Dwarf_Off off = dwarf_dieoffset(cu);
+  size_t b = (size_t)(off * 0x9e3779b97f4a7c15ull >> 56) % CU_BUCKETS;
+  for (cu_entry *c = img->cus[b]; c != NULL; c = c->next)
+    if (c->cu == off)
+      return &c->ix;
+  cu_entry *c = malloc(sizeof *c);
+  if (c == NULL)
+    return NULL;
+  if (pprt__dw_index_build(cu, &c->ix) != 0) {
+    free(c);
+    return NULL;
+  }
+  c->cu = off;
+  c->next = img->cus[b];
+  img->cus[b] = c;
+  return &c->ix;
+}
+
+int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *out, size_t max) {
+  lines_image *img = NULL;
+  Dwfl_Module *mod = module_for(l, addr, &img);
+  if (mod == NULL || max == 0)
+    return 0;
+  Dwarf_Addr bias;
+  Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+  if (cu == NULL)
+    return 0;
+  Dwarf *dbg = dwarf_cu_getdwarf(cu->cu);
+  const char *file = NULL;
+  int line = 0;
+  /* libdw's own line table: libdwfl's getsrc would build a second copy. */
+  Dwarf_Line *dl = dwarf_getsrc_die(cu, addr - bias);
+  if (dl != NULL && (file = dwarf_linesrc(dl, NULL, NULL)) != NULL && dwarf_lineno(dl, &line) != 0)
+    line = 0;
+  Dwarf_Off offs[PPRT__OS_MAX_INLINE];
+  const pprt__dw_cu_index *ix = cu_index(img, cu);
+  size_t nscopes = ix ? pprt__dw_index_find(ix, addr - bias, offs, PPRT__OS_MAX_INLINE) : 0;
+  Dwarf_Files *files = NULL;
+  size_t nfiles = 0;
+  size_t n = 0;
+  /* Innermost first: each inlined instance says where its caller called it
+   * (DW_AT_call_file, DW_AT_call_line), which is the next frame's line. */
+  for (size_t i = 0; i < nscopes && n < max; i++) {
+    Dwarf_Die die;
+    if (dwarf_offdie(dbg, offs[i], &die) == NULL)
+      break;
+    int tag = dwarf_tag(&die);
+    const char *name = die_name(&die);
+    int decl = 0;
+    if (dwarf_decl_line(&die, &decl) != 0)
+      decl = 0;
+    out[n++] = (pprt__os_frame){name, file, line, decl};
+    if (tag != DW_TAG_inlined_subroutine)
+      break;
+    Dwarf_Word cf = 0, cl = 0;
+    file = NULL;
+    line = 0;
+    if (die_udata(&die, DW_AT_call_line, &cl))
+      line = (int)cl;
+    if (die_udata(&die, DW_AT_call_file, &cf) &&
+        (files != NULL || dwarf_getsrcfiles(cu, &files, &nfiles) == 0) && cf < nfiles)
+      file = call_file(l, cu, files, cf);
+  }
+  if (n == 0) {
+    /* A line table without a function around addr (assembly built with
+     * -g): the line, for the caller to name from the symbol table (which
+     * libdwfl would sort again for itself). */
+    if (file == NULL)
+      return 0;
+    out[n++] = (pprt__os_frame){NULL, file, line, 0};
+  }
+  return (int)n;
+}
