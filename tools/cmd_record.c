@@ -314,6 +314,7 @@ static int set_env(const record_opts *o, const char *dir, const char *preload) {
   char me[32];
   snprintf(me, sizeof me, "%ld", (long)getpid());
   rc |= setenv("PPRT_OWNER_PID", me, 1);
+  unsetenv("PPRT_ROOT_PID"); /* the program is the root of its tree */
   if (o->hz)
     rc |= setenv("PPRT_CPUPROFILE_HZ", o->hz, 1);
   if (o->heap_rate)
