@@ -63,6 +63,14 @@ size_t pprt__unwind_cfi(const pprt__os_regs *regs, pprt__stack_bounds bounds, ui
  * past `frame` (the caller then walks frame pointers). At most
  * PPRT__UNWIND_ABOVE_MAX frames are walked in all. */
 #define PPRT__UNWIND_ABOVE_MAX 160
+
+/* The walks read whatever stack memory the chain points at, another frame's
+ * AddressSanitizer redzone included (code built without frame pointers
+ * keeps data in the register). Such a read is checked by hand before it
+ * is made, so ASan's own check is left out of every function of a walk
+ * (all of them: GCC will not inline an always_inline function across a
+ * difference in this attribute). */
+#define PPRT__UNWIND_UNCHECKED __attribute__((no_sanitize_address))
 size_t pprt__unwind_cfi_above(const pprt__os_regs *regs, uintptr_t frame, pprt__stack_bounds b,
                               uintptr_t *pcs, size_t max);
 

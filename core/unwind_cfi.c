@@ -334,7 +334,7 @@ void pprt__cfi_describe(char *buf, size_t len) {
 
 /* Reads the word at addr: inside the stack's bounds when they are known,
  * else after probing its page. */
-static inline __attribute__((always_inline)) int read_word(uintptr_t addr, pprt__stack_bounds b,
+PPRT__UNWIND_UNCHECKED static inline __attribute__((always_inline)) int read_word(uintptr_t addr, pprt__stack_bounds b,
                                                            uintptr_t *ok_page, uintptr_t *out) {
   if (b.hi) {
     if (addr - b.lo > b.hi - b.lo - WORD) /* one compare: below lo wraps around */
@@ -358,7 +358,7 @@ static inline __attribute__((always_inline)) int read_word(uintptr_t addr, pprt_
 
 /* The interrupted registers saved in a signal frame whose restorer runs
  * with stack pointer sp. */
-static int read_sigframe(uintptr_t sp, pprt__stack_bounds b, uintptr_t *ok_page, pprt__os_regs *r) {
+PPRT__UNWIND_UNCHECKED static int read_sigframe(uintptr_t sp, pprt__stack_bounds b, uintptr_t *ok_page, pprt__os_regs *r) {
   pprt__os_sigframe l;
   if (pprt__os_sigframe_layout(&l) != 0)
     return 0;
@@ -458,7 +458,7 @@ static inline __attribute__((always_inline)) void cursor_up(cursor *f, uintptr_t
 
 /* The walk; sps, when not NULL, receives each frame's sp. Inlined into its
  * two callers so the handler's copy has no sps branches. */
-static inline __attribute__((always_inline)) size_t
+PPRT__UNWIND_UNCHECKED static inline __attribute__((always_inline)) size_t
 walk(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *pcs, uintptr_t *sps, size_t max) {
   /* Sequentially consistent, with the swap and the check in retire: either
    * retire sees this walk's count, or this walk sees the new set. */
@@ -597,12 +597,12 @@ walk(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *pcs, uintptr_t 
   return n;
 }
 
-size_t pprt__unwind_cfi(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *pcs,
+PPRT__UNWIND_UNCHECKED size_t pprt__unwind_cfi(const pprt__os_regs *regs, pprt__stack_bounds b, uintptr_t *pcs,
                         size_t max) {
   return max ? walk(regs, b, pcs, NULL, max) : 0;
 }
 
-size_t pprt__unwind_cfi_above(const pprt__os_regs *regs, uintptr_t frame, pprt__stack_bounds b,
+PPRT__UNWIND_UNCHECKED size_t pprt__unwind_cfi_above(const pprt__os_regs *regs, uintptr_t frame, pprt__stack_bounds b,
                               uintptr_t *pcs, size_t max) {
   uintptr_t all[PPRT__UNWIND_ABOVE_MAX], sps[PPRT__UNWIND_ABOVE_MAX];
   size_t got = walk(regs, b, all, sps, PPRT__UNWIND_ABOVE_MAX), i = 0, n = 0;

@@ -18,7 +18,7 @@
 
 /* Whether [addr, addr + 2 words) can be read. Probes at most one page per
  * call beyond the last page found readable. */
-static int frame_readable(uintptr_t addr, pprt__stack_bounds b, uintptr_t *ok_page) {
+PPRT__UNWIND_UNCHECKED static int frame_readable(uintptr_t addr, pprt__stack_bounds b, uintptr_t *ok_page) {
   if (b.hi && addr >= b.lo && addr + 2 * WORD <= b.hi)
     return 1;
   if (b.hi)
@@ -35,7 +35,7 @@ static int frame_readable(uintptr_t addr, pprt__stack_bounds b, uintptr_t *ok_pa
   }
 }
 
-size_t pprt__unwind_frames(uintptr_t fp, uintptr_t sp, pprt__stack_bounds bounds,
+PPRT__UNWIND_UNCHECKED size_t pprt__unwind_frames(uintptr_t fp, uintptr_t sp, pprt__stack_bounds bounds,
                            uintptr_t *pcs, size_t max) {
   size_t n = 0;
   uintptr_t prev = sp, ok_page = 0;
@@ -58,7 +58,7 @@ size_t pprt__unwind_frames(uintptr_t fp, uintptr_t sp, pprt__stack_bounds bounds
   return n;
 }
 
-size_t pprt__unwind_fp(const pprt__os_regs *regs, pprt__stack_bounds bounds, uintptr_t *pcs,
+PPRT__UNWIND_UNCHECKED size_t pprt__unwind_fp(const pprt__os_regs *regs, pprt__stack_bounds bounds, uintptr_t *pcs,
                        size_t max) {
   if (max == 0)
     return 0;
