@@ -138,8 +138,9 @@ static uint64_t draw_interval(slot *e, uint64_t mean) {
 }
 
 /* Under g_control: takes a slot for tid, filled before it is published.
- * Returns it, or NULL when the table is full. */
-static slot *slot_add(session *s, uint64_t tid, int fd) {
+ * Returns it, with the interval to start its clock with in *first, or NULL
+ * when the table is full. */
+static slot *slot_add(session *s, uint64_t tid, int fd, uint64_t *first) {
   slot *reuse = NULL;
   for (size_t i = tid_slot(tid), n = 0; n < SLOTS_CAP; i = (i + 1) & (SLOTS_CAP - 1), n++) {
     slot *e = &s->slots[i];
@@ -164,6 +165,9 @@ static slot *slot_add(session *s, uint64_t tid, int fd) {
   reuse->last = cpu;
   reuse->rng = mix64(tid ^ pprt__os_monotonic_ns() ^ (uintptr_t)reuse) | 1;
   reuse->interval = draw_interval(reuse, s->period_ns);
+  /* Read before the slot is published: from then on the thread's handler
+   * owns interval (a clock opened armed may fire before it is started). */
+  *first = reuse->interval;
   atomic_store_explicit(&reuse->tid, tid, memory_order_release);
   return reuse;
 }
@@ -276,7 +280,8 @@ static int start_thread_timer(session *s, uint64_t tid) {
   int clock = e->clock.fd >= 0;
   if (s->source == SOURCE_CLOCK && !clock)
     s->budget_timers++;
-  slot *sl = slot_add(s, tid, e->clock.fd);
+  uint64_t first = 0;
+  slot *sl = slot_add(s, tid, e->clock.fd, &first);
   if (sl == NULL) {
     /* The thread stays on the process timer. */
     pprt__os_sample_clock_close(&e->clock);
@@ -286,7 +291,7 @@ static int start_thread_timer(session *s, uint64_t tid) {
     return -ENOSPC;
   }
   if (clock)
-    rc = pprt__os_sample_clock_start(&e->clock, sl->interval);
+    rc = pprt__os_sample_clock_start(&e->clock, first);
   else
     rc = pprt__os_thread_timer_start(&e->timer, tid, s->hz, s->cookie);
   if (rc != 0) {
