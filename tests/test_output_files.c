@@ -58,8 +58,8 @@ static int run_burn(const char *const *vars, const char *plant_name, const char 
   if (pid == 0) {
     if (plant_name) {
       char link[512];
-      snprintf(link, sizeof link, "%s.%d", plant_name, (int)getpid());
-      if (symlink(target, link) != 0)
+      int n = snprintf(link, sizeof link, "%s.%d", plant_name, (int)getpid());
+      if (n < 0 || (size_t)n >= sizeof link || symlink(target, link) != 0)
         _exit(90);
     }
     for (const char *const *v = vars; *v; v += 2)
