@@ -11,6 +11,8 @@
  *   http     starts and stops profiles and traces under its own lock;
  *   trace    its writer thread allocates and frees under the trace's locks;
  *   cpu      starts threads' timers under its lock (no allocation there);
+ *   symbolize the symbol cache (core/symbolize.c): profile writers look
+ *            addresses up under it, from under the locks above;
  *   sigprof  a spin lock around SIGPROF's action, only reset in the child,
  *            before the CPU profiler's child step restores that action;
  *   cfi      builds unwind tables (allocates, frees) under its lock;
@@ -21,6 +23,7 @@ enum pprt__fork_rank {
   PPRT__FORK_HTTP,
   PPRT__FORK_TRACE,
   PPRT__FORK_CPU,
+  PPRT__FORK_SYMBOLIZE,
   PPRT__FORK_SIGPROF,
   PPRT__FORK_CFI,
   PPRT__FORK_HEAP,

@@ -526,6 +526,23 @@ static int symbolize_location(pprt__profile *p, size_t i, pprt__symbolize_fn sym
   return 0;
 }
 
+int pprt__profile_pending_addrs(const pprt__profile *p, uint64_t **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  if (p->nlocs == 0)
+    return 0;
+  uint64_t *a = malloc(p->nlocs * sizeof *a);
+  if (a == NULL)
+    return -ENOMEM;
+  size_t k = 0;
+  for (size_t i = 0; i < p->nlocs; i++)
+    if (!p->loc_synth[i] && !(i < p->nlocs_symbolized && (p->lsym[i].state & SYM_DONE)))
+      a[k++] = p->loc_addr[i];
+  *out = a;
+  *n = k;
+  return 0;
+}
+
 /* Resolves each location's mapping (adding "[anon]" for addresses in none)
  * and, with sym, its lines; then what each mapping's flags can claim. */
 static int resolve(pprt__profile *p, encoding *e, pprt__symbolize_fn sym, void *sym_ctx) {

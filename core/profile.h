@@ -136,6 +136,12 @@ typedef size_t (*pprt__symbolize_fn)(void *ctx, uint64_t addr, pprt__frame *out,
 int pprt__profile_write(pprt__profile *p, pprt__symbolize_fn sym, void *sym_ctx,
                         pprt_writer out);
 
+/* The addresses of the locations the next write with a symbolizer will
+ * look up (those not symbolized by an earlier write), into a malloc'd
+ * array at *out (NULL when none) of *n entries, so a symbolizer can resolve
+ * them in one batch. Errors: -ENOMEM. */
+int pprt__profile_pending_addrs(const pprt__profile *p, uint64_t **out, size_t *n);
+
 /* From the platform (core/profile_os.c): declares the executable mappings
  * of every loaded image, the main executable first. */
 int pprt__profile_add_os_mappings(pprt__profile *p);

@@ -3,6 +3,7 @@
  * the CPU and heap profilers write profiles in one call. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "core/platform.h"
 #include "core/profile.h"
@@ -32,6 +33,12 @@ int pprt__profile_write_os(pprt__profile *p, int symbolize, pprt_writer out) {
    * mappings, which pprof symbolizes from the binaries. */
   if (symbolize && pprt__symbolizer_open(&s, PPRT_SYMBOLIZE_DEFAULT) != 0)
     s = NULL;
+  uint64_t *addrs = NULL;
+  size_t naddrs = 0;
+  /* Best effort: without the batch each address is looked up on its own. */
+  if (s != NULL && pprt__profile_pending_addrs(p, &addrs, &naddrs) == 0)
+    (void)pprt__symbolizer_prepare(s, addrs, naddrs);
+  free(addrs);
   /* The note belongs to this write: a checkpoint's profile is written again. */
   pprt__profile_mark mark = pprt__profile_get_mark(p);
   const char *note = pprt__symbolizer_note(s);

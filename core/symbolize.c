@@ -9,11 +9,14 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/atfork.h"
 #include "core/platform.h"
+#include "core/table.h"
 
 /* ---- the mode ------------------------------------------------------------------- */
 
@@ -74,15 +77,188 @@ char *pprt__demangle(const char *name) {
   return out;
 }
 
+/* ---- the cache ------------------------------------------------------------------------ */
+
+/* What each address resolved to, kept for the process's life (across
+ * profiles, checkpoints and HTTP responses), so an address is resolved once
+ * and the debug information is opened only for addresses not seen before:
+ * a service scraped every few seconds would otherwise read its DWARF again
+ * for every response. Entries are copied out under the lock (a caller's
+ * strings must outlive another thread's insert). Emptied when the loader
+ * adds or removes an image (an address may now be other code), when a
+ * symbolizer asks for another mode, and when it outgrows CACHE_MAX_BYTES. */
+
+#define CACHE_MAX_BYTES ((size_t)16 << 20)
+
+typedef struct cached_frame {
+  uint32_t name, system_name, file; /* offsets into strs; 0: NULL */
+  int32_t line, start_line;
+} cached_frame;
+
+typedef struct cached_addr {
+  uint64_t addr;
+  uint32_t first; /* into frames */
+  uint16_t n;
+  uint16_t flags;
+} cached_addr;
+
+static struct {
+  pthread_mutex_t lock;
+  int mode; /* the entries' mode; PPRT_SYMBOLIZE_DEFAULT while empty */
+  uint64_t loader_gen;
+  pprt__table addr_index, str_index;
+  cached_addr *addrs;
+  size_t naddrs, addrs_cap;
+  cached_frame *frames;
+  size_t nframes, frames_cap;
+  char *strs; /* NUL-terminated strings; offset 0 is "" and means NULL */
+  size_t nstrs, strs_cap;
+} g_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static _Atomic uint64_t g_hits, g_resolved, g_opens, g_clears;
+
+static void cache_clear_locked(void) {
+  if (g_cache.naddrs > 0)
+    atomic_fetch_add(&g_clears, 1);
+  pprt__table_free(&g_cache.addr_index);
+  pprt__table_free(&g_cache.str_index);
+  free(g_cache.addrs);
+  free(g_cache.frames);
+  free(g_cache.strs);
+  pthread_mutex_t keep = g_cache.lock;
+  memset(&g_cache, 0, sizeof g_cache);
+  g_cache.lock = keep;
+}
+
+/* A fork may come while another thread holds the lock; the child's only
+ * thread then starts with an empty cache and a fresh lock. */
+static void cache_prepare(void) {
+  pthread_mutex_lock(&g_cache.lock);
+}
+
+static void cache_parent(void) {
+  pthread_mutex_unlock(&g_cache.lock);
+}
+
+static void cache_child(void) {
+  pthread_mutex_init(&g_cache.lock, NULL);
+}
+
+static void register_fork_hooks(void) {
+  static const pprt__fork_hooks hooks = {cache_prepare, cache_parent, cache_child};
+  pprt__fork_register(PPRT__FORK_SYMBOLIZE, &hooks);
+}
+
+static void cache_lock(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, register_fork_hooks);
+  pthread_mutex_lock(&g_cache.lock);
+}
+
+/* Empties the cache when its entries no longer answer for mode. */
+static void cache_check_locked(pprt_symbolize mode) {
+  uint64_t gen = pprt__os_loader_generation();
+  size_t bytes = g_cache.addrs_cap * sizeof *g_cache.addrs +
+                 g_cache.frames_cap * sizeof *g_cache.frames + g_cache.strs_cap +
+                 (g_cache.addr_index.cap + g_cache.str_index.cap) * sizeof(pprt__table_slot);
+  if ((g_cache.mode != PPRT_SYMBOLIZE_DEFAULT && g_cache.mode != (int)mode) ||
+      g_cache.loader_gen != gen || bytes > CACHE_MAX_BYTES)
+    cache_clear_locked();
+  g_cache.mode = (int)mode;
+  g_cache.loader_gen = gen;
+}
+
+static int addr_eq(const void *ctx, uint32_t idx) {
+  return g_cache.addrs[idx].addr == *(const uint64_t *)ctx;
+}
+
+static int64_t cache_find_locked(uint64_t addr) {
+  return pprt__table_find(&g_cache.addr_index, pprt__hash_finish(addr), addr_eq, &addr);
+}
+
+static int str_eq(const void *ctx, uint32_t idx) {
+  return strcmp(g_cache.strs + idx, ctx) == 0;
+}
+
+/* The offset of s in the cache's strings (0 for NULL), or -1 on ENOMEM. */
+static int64_t cache_str_locked(const char *s) {
+  if (s == NULL)
+    return 0;
+  if (g_cache.nstrs == 0) {
+    if (PPRT__RESERVE(g_cache.strs, g_cache.strs_cap, 1) != 0)
+      return -1;
+    g_cache.strs[g_cache.nstrs++] = '\0';
+  }
+  size_t len = strlen(s);
+  if (g_cache.nstrs + len + 1 > UINT32_MAX)
+    return -1;
+  uint64_t h = pprt__hash_bytes(s, len);
+  int64_t at = pprt__table_find(&g_cache.str_index, h, str_eq, s);
+  if (at >= 0)
+    return at;
+  if (PPRT__RESERVE(g_cache.strs, g_cache.strs_cap, g_cache.nstrs + len + 1) != 0)
+    return -1;
+  if (pprt__table_intern(&g_cache.str_index, h, str_eq, s, (uint32_t)g_cache.nstrs) < 0)
+    return -1;
+  memcpy(g_cache.strs + g_cache.nstrs, s, len + 1);
+  at = (int64_t)g_cache.nstrs;
+  g_cache.nstrs += len + 1;
+  return at;
+}
+
+/* Records addr's frames; a failure (ENOMEM) only leaves addr uncached. */
+static void cache_insert_locked(uint64_t addr, const pprt__frame *fr, size_t n, unsigned flags) {
+  if (cache_find_locked(addr) >= 0 ||
+      PPRT__RESERVE(g_cache.addrs, g_cache.addrs_cap, g_cache.naddrs + 1) != 0 ||
+      PPRT__RESERVE(g_cache.frames, g_cache.frames_cap, g_cache.nframes + n) != 0)
+    return;
+  for (size_t i = 0; i < n; i++) {
+    int64_t name = cache_str_locked(fr[i].name);
+    int64_t sys = cache_str_locked(fr[i].system_name);
+    int64_t file = cache_str_locked(fr[i].file);
+    if (name < 0 || sys < 0 || file < 0)
+      return;
+    g_cache.frames[g_cache.nframes + i] =
+        (cached_frame){(uint32_t)name, (uint32_t)sys, (uint32_t)file, (int32_t)fr[i].line,
+                       (int32_t)fr[i].start_line};
+  }
+  uint64_t key = addr;
+  if (pprt__table_intern(&g_cache.addr_index, pprt__hash_finish(addr), addr_eq, &key,
+                         (uint32_t)g_cache.naddrs) < 0)
+    return;
+  g_cache.addrs[g_cache.naddrs++] =
+      (cached_addr){addr, (uint32_t)g_cache.nframes, (uint16_t)n, (uint16_t)flags};
+  g_cache.nframes += n;
+}
+
 /* ---- the symbolizer ------------------------------------------------------------------ */
 
 struct pprt__symbolizer {
+  pprt_symbolize mode;
+  /* The readers, opened on the first address the cache does not hold. */
   pprt__os_symbolizer *names;
-  pprt__os_lines *lines; /* NULL in mode names, or without a reader */
+  pprt__os_lines *lines; /* mode lines only */
+  int names_tried, lines_tried;
+  int lines_failed; /* lines could not be opened: answers are not cached */
   const char *note;
-  char *owned[PPRT__MAX_FRAMES]; /* demangled names of the last call */
+  char *owned[PPRT__MAX_FRAMES]; /* demangled names of the last resolved address */
   size_t nowned;
+  char *copy; /* the strings of the last cached answer */
+  size_t copy_cap;
 };
+
+/* Whether this build has a source-lines reader, asked once. */
+static int lines_supported(void) {
+  static _Atomic int known; /* 0: not asked yet, 1: yes, 2: no */
+  int k = atomic_load(&known);
+  if (k == 0) {
+    pprt__os_lines *l = NULL;
+    k = pprt__os_lines_open(&l, NULL) == -ENOTSUP ? 2 : 1;
+    pprt__os_lines_close(l);
+    atomic_store(&known, k);
+  }
+  return k == 1;
+}
 
 int pprt__symbolizer_open(pprt__symbolizer **out, pprt_symbolize mode) {
   *out = NULL;
@@ -93,18 +269,9 @@ int pprt__symbolizer_open(pprt__symbolizer **out, pprt_symbolize mode) {
   pprt__symbolizer *s = calloc(1, sizeof *s);
   if (s == NULL)
     return -ENOMEM;
-  int rc = pprt__os_symbolizer_open(&s->names);
-  if (rc == 0 && mode == PPRT_SYMBOLIZE_LINES) {
-    int lrc = pprt__os_lines_open(&s->lines, getenv("PPRT_DEBUG_DIRS"));
-    if (lrc == -ENOTSUP)
-      s->note = "symbolized: names only (this build of pprt has no DWARF reader: no libdw)";
-    else if (lrc != 0)
-      rc = lrc;
-  }
-  if (rc != 0) {
-    pprt__symbolizer_close(s);
-    return rc;
-  }
+  s->mode = mode;
+  if (mode == PPRT_SYMBOLIZE_LINES && !lines_supported())
+    s->note = "symbolized: names only (this build of pprt has no DWARF reader: no libdw)";
   *out = s;
   return 0;
 }
@@ -119,21 +286,39 @@ static void drop_owned(pprt__symbolizer *s) {
   s->nowned = 0;
 }
 
-size_t pprt__symbolizer_frames(void *ctx, uint64_t addr, pprt__frame *out, size_t max,
-                               unsigned *flags) {
-  pprt__symbolizer *s = ctx;
+/* Closes the readers: the debug information they hold goes back. */
+static void close_readers(pprt__symbolizer *s) {
   drop_owned(s);
-  *flags = 0;
-  if (max > PPRT__MAX_FRAMES)
-    max = PPRT__MAX_FRAMES;
-  if (max == 0)
-    return 0;
+  pprt__os_lines_close(s->lines);
+  pprt__os_symbolizer_close(s->names);
+  s->lines = NULL;
+  s->names = NULL;
+  s->names_tried = s->lines_tried = s->lines_failed = 0;
+}
+
+/* Resolves addr from the readers (opened here the first time) into at most
+ * PPRT__MAX_FRAMES frames; the strings live until the next call. */
+static size_t resolve(pprt__symbolizer *s, uint64_t addr, pprt__frame *out, unsigned *flags) {
+  if (!s->names_tried) {
+    s->names_tried = 1;
+    if (pprt__os_symbolizer_open(&s->names) != 0)
+      s->names = NULL;
+    atomic_fetch_add(&g_opens, 1);
+  }
+  if (!s->lines_tried && s->mode == PPRT_SYMBOLIZE_LINES && s->note == NULL) {
+    s->lines_tried = 1;
+    int rc = pprt__os_lines_open(&s->lines, getenv("PPRT_DEBUG_DIRS"));
+    atomic_fetch_add(&g_opens, 1);
+    s->lines_failed = rc != 0;
+    if (rc != 0)
+      s->lines = NULL;
+  }
   const char *sym = NULL;
   uintptr_t off;
-  if (pprt__os_symbolize(s->names, (uintptr_t)addr, &sym, &off) != 0)
+  if (s->names == NULL || pprt__os_symbolize(s->names, (uintptr_t)addr, &sym, &off) != 0)
     sym = NULL;
   pprt__os_frame fr[PPRT__MAX_FRAMES];
-  int n = s->lines ? pprt__os_lines_resolve(s->lines, (uintptr_t)addr, fr, max) : 0;
+  int n = s->lines ? pprt__os_lines_resolve(s->lines, (uintptr_t)addr, fr, PPRT__MAX_FRAMES) : 0;
   if (n > 0) {
     *flags |= PPRT__FRAMES_DWARF;
     for (int i = 0; i < n; i++)
@@ -164,11 +349,121 @@ size_t pprt__symbolizer_frames(void *ctx, uint64_t addr, pprt__frame *out, size_
   return (size_t)n;
 }
 
+/* Copies cache entry idx into out (at most max frames), its strings into
+ * the symbolizer's own buffer. Returns the count, SIZE_MAX on ENOMEM. */
+static size_t copy_out_locked(pprt__symbolizer *s, int64_t idx, pprt__frame *out, size_t max,
+                              unsigned *flags) {
+  const cached_addr *a = &g_cache.addrs[idx];
+  size_t n = a->n < max ? a->n : max, bytes = 0;
+  const cached_frame *cf = g_cache.frames + a->first;
+  for (size_t i = 0; i < n; i++)
+    bytes += strlen(g_cache.strs + cf[i].name) + strlen(g_cache.strs + cf[i].system_name) +
+             strlen(g_cache.strs + cf[i].file) + 3;
+  if (bytes > s->copy_cap) {
+    char *c = realloc(s->copy, bytes);
+    if (c == NULL)
+      return SIZE_MAX;
+    s->copy = c;
+    s->copy_cap = bytes;
+  }
+  char *p = s->copy;
+  for (size_t i = 0; i < n; i++) {
+    const char *str[3] = {NULL, NULL, NULL};
+    uint32_t off[3] = {cf[i].name, cf[i].system_name, cf[i].file};
+    for (int k = 0; k < 3; k++) {
+      if (off[k] == 0)
+        continue;
+      size_t len = strlen(g_cache.strs + off[k]) + 1;
+      memcpy(p, g_cache.strs + off[k], len);
+      str[k] = p;
+      p += len;
+    }
+    out[i] = (pprt__frame){str[0], str[1], str[2], cf[i].line, cf[i].start_line};
+  }
+  *flags = a->flags;
+  return n;
+}
+
+size_t pprt__symbolizer_frames(void *ctx, uint64_t addr, pprt__frame *out, size_t max,
+                               unsigned *flags) {
+  pprt__symbolizer *s = ctx;
+  drop_owned(s);
+  *flags = 0;
+  if (max > PPRT__MAX_FRAMES)
+    max = PPRT__MAX_FRAMES;
+  if (max == 0)
+    return 0;
+  cache_lock();
+  cache_check_locked(s->mode);
+  int64_t idx = cache_find_locked(addr);
+  size_t n = idx >= 0 ? copy_out_locked(s, idx, out, max, flags) : SIZE_MAX;
+  pthread_mutex_unlock(&g_cache.lock);
+  if (n != SIZE_MAX) {
+    atomic_fetch_add(&g_hits, 1);
+    return n;
+  }
+  atomic_fetch_add(&g_resolved, 1);
+  /* Resolved without the lock: the debug information may take a while, and
+   * other writers (and fork) need not wait on it. */
+  pprt__frame fr[PPRT__MAX_FRAMES];
+  n = resolve(s, addr, fr, flags);
+  if (!s->lines_failed) {
+    cache_lock();
+    cache_check_locked(s->mode);
+    cache_insert_locked(addr, fr, n, *flags);
+    pthread_mutex_unlock(&g_cache.lock);
+  }
+  if (n > max)
+    n = max;
+  memcpy(out, fr, n * sizeof *out);
+  return n;
+}
+
+static int addr_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+int pprt__symbolizer_prepare(pprt__symbolizer *s, const uint64_t *addrs, size_t n) {
+  if (s == NULL || n == 0)
+    return 0;
+  uint64_t *miss = malloc(n * sizeof *miss);
+  if (miss == NULL)
+    return -ENOMEM;
+  size_t m = 0;
+  cache_lock();
+  cache_check_locked(s->mode);
+  for (size_t i = 0; i < n; i++)
+    if (cache_find_locked(addrs[i]) < 0)
+      miss[m++] = addrs[i];
+  pthread_mutex_unlock(&g_cache.lock);
+  /* In address order: an image, and a compilation unit within it, at a
+   * time, as the lines reader works best. */
+  qsort(miss, m, sizeof *miss, addr_cmp);
+  pprt__frame fr[PPRT__MAX_FRAMES];
+  unsigned flags;
+  for (size_t i = 0; i < m; i++)
+    if (i == 0 || miss[i] != miss[i - 1])
+      pprt__symbolizer_frames(s, miss[i], fr, PPRT__MAX_FRAMES, &flags);
+  free(miss);
+  close_readers(s);
+  return 0;
+}
+
 void pprt__symbolizer_close(pprt__symbolizer *s) {
   if (s == NULL)
     return;
-  drop_owned(s);
-  pprt__os_lines_close(s->lines);
-  pprt__os_symbolizer_close(s->names);
+  close_readers(s);
+  free(s->copy);
   free(s);
+}
+
+void pprt__symbolize_get_stats(pprt__symbolize_stats *out) {
+  cache_lock();
+  out->entries = g_cache.naddrs;
+  pthread_mutex_unlock(&g_cache.lock);
+  out->hits = atomic_load(&g_hits);
+  out->resolved = atomic_load(&g_resolved);
+  out->reader_opens = atomic_load(&g_opens);
+  out->clears = atomic_load(&g_clears);
 }

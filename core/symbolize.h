@@ -3,7 +3,11 @@
  * the OS symbolizer (names from the symbol tables), the source-lines reader
  * (file:line and inline frames from DWARF, core/platform.h) and the C++
  * demangler, giving pprt__frame lists as the profile builder takes them.
- * Not AS-safe; one symbolizer is used by one thread at a time. */
+ * What an address resolved to is kept for the process's life in one cache
+ * that every symbolizer shares, so repeated profiles (checkpoints, HTTP
+ * scrapes) read debug information only for addresses not seen before. Not
+ * AS-safe; one symbolizer is used by one thread at a time, several
+ * symbolizers by several threads. */
 #ifndef PPRT_CORE_SYMBOLIZE_H
 #define PPRT_CORE_SYMBOLIZE_H
 
@@ -22,8 +26,16 @@ pprt_symbolize pprt__symbolize_mode(void);
  * *out is NULL in mode none. Errors: -ENOMEM. */
 int pprt__symbolizer_open(pprt__symbolizer **out, pprt_symbolize mode);
 
+/* Resolves the addresses (adjusted, as pprt__symbolize_fn takes them) that
+ * the process's symbol cache does not hold yet, in one pass in address
+ * order, then closes the debug information it opened; the frames calls
+ * that follow are answered from the cache. Errors: -ENOMEM (the frames
+ * calls then resolve one address at a time). */
+int pprt__symbolizer_prepare(pprt__symbolizer *s, const uint64_t *addrs, size_t n);
+
 /* Frames for addr as pprt__symbolize_fn gives them (ctx is the
- * symbolizer). */
+ * symbolizer): from the process's cache, else from the symbol tables and
+ * the debug information (opened on the first such address). */
 size_t pprt__symbolizer_frames(void *ctx, uint64_t addr, pprt__frame *out, size_t max,
                                unsigned *flags);
 
@@ -32,6 +44,17 @@ size_t pprt__symbolizer_frames(void *ctx, uint64_t addr, pprt__frame *out, size_
 const char *pprt__symbolizer_note(const pprt__symbolizer *s);
 
 void pprt__symbolizer_close(pprt__symbolizer *s);
+
+/* What the process's symbol cache has done, for tests and benchmarks. */
+typedef struct pprt__symbolize_stats {
+  uint64_t hits;         /* addresses answered from the cache */
+  uint64_t resolved;     /* addresses resolved from the readers */
+  uint64_t reader_opens; /* symbol-table and debug-information readers opened */
+  uint64_t clears;       /* times the cache was emptied */
+  uint64_t entries;      /* addresses held now */
+} pprt__symbolize_stats;
+
+void pprt__symbolize_get_stats(pprt__symbolize_stats *out);
 
 /* The demangled form of a C++ (Itanium ABI) name, malloc'd, or NULL when
  * name is not mangled or no demangler is loaded (__cxa_demangle comes with
