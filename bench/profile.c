@@ -119,6 +119,8 @@ static int find_code(const pprt__os_image *img, void *ctx) {
   return 0;
 }
 
+static uintptr_t sym_addr[SYM_ADDRS]; /* the profile's addresses */
+
 /* A profile whose stacks use SYM_ADDRS distinct code addresses, a third in
  * each image, evenly spread; NULL if an image is missing. */
 static pprt__profile *symbolize_profile(void) {
@@ -133,7 +135,7 @@ static pprt__profile *symbolize_profile(void) {
     fprintf(stderr, "bench/profile: the program, libc or libstdc++ was not found\n");
     return NULL;
   }
-  static uintptr_t addr[SYM_ADDRS];
+  uintptr_t *addr = sym_addr;
   for (int i = 0; i < SYM_ADDRS; i++) {
     const code_range *c = &r.v[i % 3];
     size_t per = SYM_ADDRS / 3 + 1, j = (size_t)i / 3;
@@ -174,6 +176,41 @@ static int run_symbolize(const char *arg) {
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
   long long cpu_ns = (long long)(c1.tv_sec - c0.tv_sec) * 1000000000 + (c1.tv_nsec - c0.tv_nsec);
   printf("ns=%llu bytes=%zu cpu=%lld\n", (unsigned long long)ns, c.bytes, cpu_ns);
+  return 0;
+}
+
+static int addr_order(const void *pa, const void *pb) {
+  uintptr_t a = *(const uintptr_t *)pa, b = *(const uintptr_t *)pb;
+  return a < b ? -1 : a > b;
+}
+
+/* In the child: the source-lines reader alone over the profile's addresses
+ * in increasing order, each once, between one open and close (how the
+ * symbolizer hands a write's new addresses to it); prints as run_symbolize,
+ * bytes being the frames found. */
+static int run_reader(const char *arg) {
+  (void)arg;
+  pprt__profile *p = symbolize_profile();
+  if (p == NULL)
+    return 1;
+  static uintptr_t sorted[SYM_ADDRS];
+  memcpy(sorted, sym_addr, sizeof sorted);
+  qsort(sorted, SYM_ADDRS, sizeof *sorted, addr_order);
+  struct timespec c0, c1;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+  uint64_t t0 = pprt__os_monotonic_ns();
+  pprt__os_lines *l;
+  if (pprt__os_lines_open(&l, getenv("PPRT_DEBUG_DIRS")) != 0)
+    return 1;
+  size_t frames = 0;
+  pprt__os_frame fr[64];
+  for (size_t i = 0; i < SYM_ADDRS; i++)
+    frames += (size_t)pprt__os_lines_resolve(l, sorted[i], fr, 64);
+  pprt__os_lines_close(l);
+  uint64_t ns = pprt__os_monotonic_ns() - t0;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+  long long cpu_ns = (long long)(c1.tv_sec - c0.tv_sec) * 1000000000 + (c1.tv_nsec - c0.tv_nsec);
+  printf("ns=%llu bytes=%zu cpu=%lld\n", (unsigned long long)ns, frames, cpu_ns);
   return 0;
 }
 
@@ -278,10 +315,11 @@ static int symbolize_figures(void) {
     return 1;
   }
   /* The fastest of three runs of each: this is a shared machine's figure. */
-  result names = {0}, lines = {0};
+  result names = {0}, lines = {0}, reader = {0};
   for (int i = 0; i < 3; i++) {
     result n = measure(NULL, run_symbolize, "names"), l = measure(NULL, run_symbolize, "lines");
-    if (!n.ok || !l.ok) {
+    result r = measure(NULL, run_reader, NULL);
+    if (!n.ok || !l.ok || !r.ok) {
       fprintf(stderr, "bench/profile: the symbolization runs failed\n");
       return 0;
     }
@@ -289,6 +327,8 @@ static int symbolize_figures(void) {
       names = n;
     if (!lines.ok || l.ms < lines.ms)
       lines = l;
+    if (!reader.ok || r.ms < reader.ms)
+      reader = r;
   }
   size_t with_line, nlocs, inlined;
   count_lines(&with_line, &nlocs, &inlined);
@@ -297,6 +337,8 @@ static int symbolize_figures(void) {
          names.cpu_ms, names.mib, names.bytes);
   printf("  %-28s %7.1f ms %7.1f ms %8.1f MiB %9ld B\n", "lines (DWARF, libdw)", lines.ms,
          lines.cpu_ms, lines.mib, lines.bytes);
+  printf("  %-28s %7.1f ms %7.1f ms %8.1f MiB %7ld frames\n", "lines reader, sorted", reader.ms,
+         reader.cpu_ms, reader.mib, reader.bytes);
   printf("  lines: %zu of %zu locations with file:line, %zu inlined frames\n", with_line, nlocs,
          inlined);
   if (with_line == 0) {
@@ -333,8 +375,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("  %-28s %9s %12s %12s\n", "", "time", "peak RSS", "output");
-  printf("  %-28s %7.1f ms %8.1f MiB %9ld B\n", "pprt (C, protobuf-c, zlib)", c.ms, c.mib,
-         c.bytes);
+  printf("  %-28s %7.1f ms %8.1f MiB %9ld B\n", "pprt (C, protobuf-c, zlib)", c.ms, c.mib, c.bytes);
   int sym_ok = symbolize_figures();
   if (!go_bin[0])
     return sym_ok ? 0 : 1;

@@ -516,7 +516,14 @@ int pprt__os_lines_open(pprt__os_lines **out, const char *debug_dirs);
 /* Resolves addr into at most max frames at out, innermost (inlined) first:
  * the last is the function whose code holds addr, and each frame's line is
  * where it calls the frame before it. Returns the number of frames, 0 when
- * no debug information covers addr. The strings stay valid until close. */
+ * no debug information covers addr. The strings (names, files) stay valid
+ * until close only: a caller that keeps them copies them.
+ * Callers hand a reader its addresses in increasing order, each at most
+ * once, between one open and one close (the symbolizer sorts a write's new
+ * addresses): the libdw reader then keeps only the current compilation
+ * unit's function index and line-program cursor, and runs each unit's
+ * line program once. An address lower than the one before is still
+ * answered correctly, at the cost of reading its unit again. */
 int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *out, size_t max);
 
 /* Releases the reader and every image's debug information. NULL is allowed. */

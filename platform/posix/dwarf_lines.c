@@ -3,8 +3,16 @@
  *
  * Divisions: the images (a snapshot of the loaded objects, each given its
  * own libdwfl session the first time an address falls in it, so an image
- * nobody sampled costs nothing); the lookup (the compilation unit and line
- * table for an address, then the DIE scopes around it for the inline chain).
+ * nobody sampled costs nothing); the lookup (the compilation unit of an
+ * address, its line from pprt's line-program interpreter, then the DIE
+ * scopes around it for the inline chain).
+ *
+ * Memory: addresses come in increasing order (core/platform.h), so only
+ * the current unit's function index and line-program cursor are kept, not
+ * libdw's expanded line tables (dwarf_getsrclines keeps every row of every
+ * unit touched until the session ends: 15 MB of a 10,000-address profile's
+ * 42 MB peak). libdw's table remains the fallback for a unit whose line
+ * program pprt does not read.
  *
  * libdwfl rather than libdw alone because it does most of the finding
  * (separate debug files by build id under each debug directory; the
@@ -25,33 +33,35 @@
 
 #include "core/platform.h"
 #include "core/syscalls.h"
+#include "platform/posix/dwarf_lineprog.h"
 #include "platform/posix/dwarf_scopes.h"
 #include "platform/posix/elf.h"
 
 /* ---- images -------------------------------------------------------------------- */
 
-/* One compilation unit's index, found by the unit's offset. */
-typedef struct cu_entry {
-  struct cu_entry *next;
-  Dwarf_Off cu;
-  pprt__dw_cu_index ix;
-} cu_entry;
-
-#define CU_BUCKETS 256
-
 typedef struct lines_image {
   Dwfl *dwfl;
   Dwfl_Module *mod;
-  int tried; /* dwfl is set up, or setting it up failed once */
-  cu_entry *cus[CU_BUCKETS];
+  int tried;      /* dwfl is set up, or setting it up failed once */
+  Dwarf *secs_of; /* the debug information secs was read from */
+  pprt__dw_sections secs;
 } lines_image;
 
-/* A call site's file joined to its compilation directory, kept until close
- * (the names given out point here). */
+/* The unit of the previous address: its functions and its line program.
+ * Addresses come sorted, so a unit is done when the next address is in
+ * another, and only one is kept. */
+typedef struct lines_unit {
+  Dwarf *dbg; /* NULL for none */
+  Dwarf_Off off;
+  int has_lp; /* 0: libdw's line table for this unit */
+  pprt__dw_cu_index ix;
+  pprt__dw_lineprog lp;
+  const char *comp_dir;
+} lines_unit;
+
+/* A file name given out, kept until close. */
 typedef struct joined_path {
   struct joined_path *next;
-  const void *files; /* the CU's Dwarf_Files */
-  size_t idx;
   char path[];
 } joined_path;
 
@@ -66,6 +76,7 @@ struct pprt__os_lines {
   char *debuginfo_path;
   Dwfl_Callbacks cb;
   size_t last; /* the image of the previous address, + 1 */
+  lines_unit unit;
 };
 
 /* Where libdwfl looks for separate debug files: the caller's directories,
@@ -157,13 +168,13 @@ int pprt__os_lines_open(pprt__os_lines **out, const char *debug_dirs) {
   return 0;
 }
 
+static void unit_free(lines_unit *u) {
+  pprt__dw_index_free(&u->ix);
+  pprt__dw_lineprog_free(&u->lp);
+  memset(u, 0, sizeof *u);
+}
+
 static void image_free(lines_image *img) {
-  for (size_t b = 0; b < CU_BUCKETS; b++)
-    for (cu_entry *c = img->cus[b], *next; c != NULL; c = next) {
-      next = c->next;
-      pprt__dw_index_free(&c->ix);
-      free(c);
-    }
   if (img->dwfl)
     dwfl_end(img->dwfl);
 }
@@ -171,6 +182,7 @@ static void image_free(lines_image *img) {
 void pprt__os_lines_close(pprt__os_lines *l) {
   if (l == NULL)
     return;
+  unit_free(&l->unit);
   for (size_t i = 0; l->img && i < l->snap.n; i++)
     image_free(&l->img[i]);
   for (size_t i = 0; i < l->nretired; i++)
@@ -303,53 +315,121 @@ static int die_udata(Dwarf_Die *die, unsigned at, Dwarf_Word *out) {
   return dwarf_attr(die, at, &attr) != NULL && dwarf_formudata(&attr, out) == 0;
 }
 
-/* The file of entry idx of a CU's file table as a path a reader can open:
- * DWARF 5 tables name files relative to the compilation directory, which
- * the line table's own answers already include. */
-static const char *call_file(pprt__os_lines *l, Dwarf_Die *cu, Dwarf_Files *files, size_t idx) {
-  const char *name = dwarf_filesrc(files, idx, NULL, NULL);
-  if (name == NULL || name[0] == '/')
-    return name;
-  size_t b = (((uintptr_t)files >> 4) * 31 + idx) % JOINED_BUCKETS;
-  for (joined_path *j = l->joined[b]; j != NULL; j = j->next)
-    if (j->files == files && j->idx == idx)
+/* path (malloc'd, consumed) as a string that stays until close: one copy
+ * of each, however many frames name it. NULL stays NULL. */
+static const char *intern(pprt__os_lines *l, char *path) {
+  if (path == NULL)
+    return NULL;
+  size_t h = 5381;
+  for (const char *c = path; *c; c++)
+    h = h * 33 + (unsigned char)*c;
+  h %= JOINED_BUCKETS;
+  for (joined_path *j = l->joined[h]; j != NULL; j = j->next)
+    if (strcmp(j->path, path) == 0) {
+      free(path);
       return j->path;
-  Dwarf_Attribute attr;
-  const char *dir = dwarf_attr(cu, DW_AT_comp_dir, &attr) ? dwarf_formstring(&attr) : NULL;
-  if (dir == NULL || dir[0] != '/')
-    return name;
-  size_t dl = strlen(dir), nl = strlen(name);
-  joined_path *j = malloc(sizeof *j + dl + nl + 2);
-  if (j == NULL)
-    return name;
-  memcpy(j->path, dir, dl);
-  j->path[dl] = '/';
-  memcpy(j->path + dl + 1, name, nl + 1);
-  j->files = files;
-  j->idx = idx;
-  j->next = l->joined[b];
-  l->joined[b] = j;
+    }
+  size_t n = strlen(path) + 1;
+  joined_path *j = malloc(sizeof *j + n);
+  if (j == NULL) {
+    free(path);
+    return NULL;
+  }
+  memcpy(j->path, path, n);
+  free(path);
+  j->next = l->joined[h];
+  l->joined[h] = j;
   return j->path;
 }
 
-/* The index of the unit cu of img, built the first time; NULL on ENOMEM. */
-static const pprt__dw_cu_index *cu_index(lines_image *img, Dwarf_Die *cu) {
-  Dwarf_Off off = dwarf_dieoffset(cu);
-  size_t b = (size_t)(off * 0x9e3779b97f4a7c15ull >> 56) % CU_BUCKETS;
-  for (cu_entry *c = img->cus[b]; c != NULL; c = c->next)
-    if (c->cu == off)
-      return &c->ix;
-  cu_entry *c = malloc(sizeof *c);
-  if (c == NULL)
-    return NULL;
-  if (pprt__dw_index_build(cu, &c->ix) != 0) {
-    free(c);
-    return NULL;
+/* dir/name, malloc'd. */
+static char *join(const char *dir, const char *name) {
+  size_t dl = strlen(dir), nl = strlen(name);
+  char *p = malloc(dl + nl + 2);
+  if (p != NULL) {
+    memcpy(p, dir, dl);
+    p[dl] = '/';
+    memcpy(p + dl + 1, name, nl + 1);
   }
-  c->cu = off;
-  c->next = img->cus[b];
-  img->cus[b] = c;
-  return &c->ix;
+  return p;
+}
+
+/* The sections of img's debug information dbg, read once. */
+static const pprt__dw_sections *sections_of(lines_image *img, Dwarf *dbg) {
+  if (img->secs_of != dbg) {
+    img->secs_of = dbg;
+    pprt__dw_sections_get(dwarf_getelf(dbg), &img->secs);
+  }
+  return &img->secs;
+}
+
+/* The unit cu of img made the current one: its function index and line
+ * program, the previous unit's freed. NULL on ENOMEM. */
+static lines_unit *unit_for(pprt__os_lines *l, lines_image *img, Dwarf_Die *cu) {
+  lines_unit *u = &l->unit;
+  Dwarf *dbg = dwarf_cu_getdwarf(cu->cu);
+  Dwarf_Off off = dwarf_dieoffset(cu);
+  if (u->dbg == dbg && u->off == off)
+    return u;
+  unit_free(u);
+  if (pprt__dw_index_build(cu, &u->ix) != 0)
+    return NULL;
+  u->dbg = dbg;
+  u->off = off;
+  Dwarf_Attribute attr;
+  u->comp_dir = dwarf_attr(cu, DW_AT_comp_dir, &attr) ? dwarf_formstring(&attr) : NULL;
+  Dwarf_Word stmt;
+  uint8_t addr_size = 0;
+  Dwarf_Die die;
+  const pprt__dw_sections *secs = sections_of(img, dbg);
+  if (secs->line != NULL && dwarf_attr(cu, DW_AT_stmt_list, &attr) != NULL &&
+      dwarf_formudata(&attr, &stmt) == 0 && dwarf_diecu(cu, &die, &addr_size, NULL) != NULL &&
+      pprt__dw_lineprog_open(&u->lp, secs, stmt, addr_size, u->comp_dir) == 0)
+    u->has_lp = 1;
+  return u;
+}
+
+/* The line of pc in unit u: from pprt's interpreter, else libdw's table. */
+static const char *unit_line(pprt__os_lines *l, lines_unit *u, Dwarf_Die *cu, Dwarf_Addr pc,
+                             int *line) {
+  *line = 0;
+  if (u->has_lp) {
+    pprt__dw_row row;
+    if (!pprt__dw_lineprog_find(&u->lp, pc, &row))
+      return NULL;
+    *line = (int)row.line;
+    return intern(l, pprt__dw_lineprog_path(&u->lp, row.file));
+  }
+  Dwarf_Line *dl = dwarf_getsrc_die(cu, pc);
+  const char *file = dl != NULL ? dwarf_linesrc(dl, NULL, NULL) : NULL;
+  if (file != NULL && dwarf_lineno(dl, line) != 0)
+    *line = 0;
+  return file;
+}
+
+/* Entry idx of the unit's file table as a path a reader can open: DWARF 5
+ * tables name files relative to the compilation directory, which the line
+ * table's own answers already include. */
+static const char *call_file(pprt__os_lines *l, lines_unit *u, Dwarf_Die *cu, Dwarf_Word idx) {
+  char *name = NULL;
+  if (u->has_lp) {
+    name = pprt__dw_lineprog_path(&u->lp, idx);
+  } else {
+    Dwarf_Files *files;
+    size_t nfiles;
+    const char *f = NULL;
+    if (dwarf_getsrcfiles(cu, &files, &nfiles) == 0 && idx < nfiles)
+      f = dwarf_filesrc(files, idx, NULL, NULL);
+    name = f ? strdup(f) : NULL;
+  }
+  if (name != NULL && name[0] != '/' && u->comp_dir != NULL && u->comp_dir[0] == '/') {
+    char *full = join(u->comp_dir, name);
+    if (full != NULL) {
+      free(name);
+      name = full;
+    }
+  }
+  return intern(l, name);
 }
 
 int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *out, size_t max) {
@@ -362,17 +442,13 @@ int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *ou
   if (cu == NULL)
     return 0;
   Dwarf *dbg = dwarf_cu_getdwarf(cu->cu);
-  const char *file = NULL;
-  int line = 0;
-  /* libdw's own line table: libdwfl's getsrc would build a second copy. */
-  Dwarf_Line *dl = dwarf_getsrc_die(cu, addr - bias);
-  if (dl != NULL && (file = dwarf_linesrc(dl, NULL, NULL)) != NULL && dwarf_lineno(dl, &line) != 0)
-    line = 0;
+  lines_unit *u = unit_for(l, img, cu);
+  if (u == NULL)
+    return 0;
+  int line;
+  const char *file = unit_line(l, u, cu, addr - bias, &line);
   Dwarf_Off offs[PPRT__OS_MAX_INLINE];
-  const pprt__dw_cu_index *ix = cu_index(img, cu);
-  size_t nscopes = ix ? pprt__dw_index_find(ix, addr - bias, offs, PPRT__OS_MAX_INLINE) : 0;
-  Dwarf_Files *files = NULL;
-  size_t nfiles = 0;
+  size_t nscopes = pprt__dw_index_find(&u->ix, addr - bias, offs, PPRT__OS_MAX_INLINE);
   size_t n = 0;
   /* Innermost first: each inlined instance says where its caller called it
    * (DW_AT_call_file, DW_AT_call_line), which is the next frame's line. */
@@ -393,9 +469,8 @@ int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *ou
     line = 0;
     if (die_udata(&die, DW_AT_call_line, &cl))
       line = (int)cl;
-    if (die_udata(&die, DW_AT_call_file, &cf) &&
-        (files != NULL || dwarf_getsrcfiles(cu, &files, &nfiles) == 0) && cf < nfiles)
-      file = call_file(l, cu, files, cf);
+    if (die_udata(&die, DW_AT_call_file, &cf))
+      file = call_file(l, u, cu, cf);
   }
   if (n == 0) {
     /* A line table without a function around addr (assembly built with
