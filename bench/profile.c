@@ -10,6 +10,8 @@
  * writing, not generating the inputs.
  *
  * Usage: bench/profile [path to the pprof-go binary]
+ *        bench/profile --lines | --names | --reader: one symbolization
+ *        child's work alone, for valgrind or perf
  *        (without it, `go build` is run in bench/pprof-go; if Go is missing
  *        only pprt's figures are printed) */
 #include <dlfcn.h>
@@ -354,6 +356,11 @@ static int symbolize_figures(void) {
 
 int main(int argc, char **argv) {
   char go_bin[4096] = {0};
+  /* One measured child's work alone, for a memory or CPU profiler. */
+  if (argc > 1 && strcmp(argv[1], "--reader") == 0)
+    return run_reader(NULL);
+  if (argc > 1 && (strcmp(argv[1], "--lines") == 0 || strcmp(argv[1], "--names") == 0))
+    return run_symbolize(argv[1] + 2);
   if (argc > 1) {
     snprintf(go_bin, sizeof go_bin, "%s", argv[1]);
   } else {
