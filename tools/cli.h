@@ -44,7 +44,8 @@ FILE *cli_open_output(const char *path);
  * else fails with EEXIST. NULL with errno on failure. */
 FILE *cli_create_new(const char *path);
 
-/* Parses a whole decimal number in [lo, hi]; 0 on success. */
+/* Parses a whole decimal number in [lo, hi]; 0 on success, else -1. The
+ * runtime's pprt__parse_int (core/parse.h), which reads PPRT_* variables. */
 int cli_parse_long(const char *s, long long lo, long long hi, long long *out);
 
 /* Matches "--name" and "--name=value" / "-n value" style options:
@@ -235,9 +236,10 @@ int cli_cmd_collapse(int argc, char **argv);
 int cli_cmd_trace(int argc, char **argv);
 int cli_cmd_merge(int argc, char **argv);
 
-/* ---- per-OS helpers (tools/os_<os>.c) ------------------------------------------ */
+/* ---- per-OS helpers (tools/os_<os>.c, except the first) -------------------------- */
 
-/* The absolute path of the running pprt executable; 0 or -1. */
+/* The absolute path of the running pprt executable; 0 or -1. The runtime's
+ * pprt__os_exe_path (tools/util.c). */
 int cli_os_self_exe(char *buf, size_t len);
 /* CPU time (user + system) a running child has used so far, in ns; -1 if
  * the OS will not say. */

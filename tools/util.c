@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/parse.h"
+#include "core/platform.h"
 #include "tools/cli.h"
 
 int cli_errors_silent;
@@ -113,13 +115,11 @@ FILE *cli_create_new(const char *path) {
 }
 
 int cli_parse_long(const char *s, long long lo, long long hi, long long *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end != '\0' || v < lo || v > hi)
-    return -1;
-  *out = v;
-  return 0;
+  return pprt__parse_int(s, lo, hi, out) == 0 ? 0 : -1;
+}
+
+int cli_os_self_exe(char *buf, size_t len) {
+  return pprt__os_exe_path(buf, len) == 0 ? 0 : -1;
 }
 
 const char *cli_option_value(int argc, char **argv, int *i, const char *name, int *missing) {

@@ -37,13 +37,9 @@ static char *image_path(const char *name, int is_main) {
   char buf[PATH_MAX];
   if (name != NULL && realpath(name, buf) != NULL)
     return strdup(buf);
-  if (is_main) {
-    /* dyld's name for the main executable can be the relative argv path. */
-    char exe[PATH_MAX];
-    uint32_t size = sizeof exe;
-    if (_NSGetExecutablePath(exe, &size) == 0 && realpath(exe, buf) != NULL)
-      return strdup(buf);
-  }
+  /* dyld's name for the main executable can be the relative argv path. */
+  if (is_main && pprt__os_exe_path(buf, sizeof buf) == 0)
+    return strdup(buf);
   return strdup(name != NULL && name[0] != '\0' ? name : "[unknown]");
 }
 
