@@ -6,14 +6,14 @@
  *
  * A constructor reads the PPRT_* variables and starts the profilers and the
  * tracer; a destructor stops them at exit and writes what they recorded.
- * Every thread the program creates registers itself first (the per-OS hook
- * in hook_*.c), so it has an alternate signal stack and its per-thread
- * timer from its first instruction, and its start is in the trace. While a
- * CPU profile runs, SIGPROF is kept deliverable on threads whose program
- * blocks it (sigmask_*.c and core/sigmask.c): a new thread starts with the
- * mask its creator's program mask gives it, less SIGPROF. Anything
- * unusable (a bad value, an unwritable path, a setuid program) is one line
- * on stderr and the program runs on without it.
+ * Every thread the program creates registers itself first (the per-OS
+ * pthread_create hook, pthread_create_*.c), so it has an alternate signal
+ * stack and its per-thread timer from its first instruction, and its start
+ * is in the trace. While a CPU profile runs, SIGPROF is kept deliverable on
+ * threads whose program blocks it (sigmask_*.c and core/sigmask.c): a new
+ * thread starts with the mask its creator's program mask gives it, less
+ * SIGPROF. Anything unusable (a bad value, an unwritable path, a setuid
+ * program) is one line on stderr and the program runs on without it.
  *
  * Variables:
  *   PPRT_CPUPROFILE=path        where the CPU profile goes; unset: no CPU profile
