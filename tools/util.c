@@ -118,6 +118,31 @@ int cli_parse_long(const char *s, long long lo, long long hi, long long *out) {
   return pprt__parse_int(s, lo, hi, out) == 0 ? 0 : -1;
 }
 
+uint64_t cli_hash_bytes(const void *data, size_t len, uint64_t h) {
+  const unsigned char *c = data;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ c[i]) * 1099511628211ull;
+  return h;
+}
+
+int cli_slots_reserve(cli_slots *s, size_t count, size_t first, size_t from,
+                      uint64_t (*hash)(size_t i, const void *ctx), const void *ctx) {
+  if ((count + 1) * 2 <= s->n)
+    return 0;
+  cli_slots grown = {calloc(s->n ? s->n * 2 : first, sizeof *grown.v), s->n ? s->n * 2 : first};
+  if (grown.v == NULL)
+    return -1;
+  for (size_t i = from; i < count; i++) {
+    size_t j = cli_slots_at(&grown, hash(i, ctx));
+    while (grown.v[j])
+      j = cli_slots_next(&grown, j);
+    grown.v[j] = (uint32_t)i + 1;
+  }
+  free(s->v);
+  *s = grown;
+  return 0;
+}
+
 int cli_os_self_exe(char *buf, size_t len) {
   return pprt__os_exe_path(buf, len) == 0 ? 0 : -1;
 }
