@@ -259,6 +259,17 @@ typedef struct cli_view_opts {
  * Returns -1 to go on, else the exit code (after --help: 0). */
 int cli_parse_view(int argc, char **argv, const char *cmd, const char *usage, const char *allow,
                    cli_view_opts *o);
+/* cli_parse_view, then the FILEs loaded into cp as cli_profile_load_many
+ * loads them: grouped by --by when group is set (else --by is the
+ * caller's), frames named as flags say, plus CLI_VIEW_LINES for --lines.
+ * o->files is freed. Returns -1 to go on (cli_profile_free cp after), else
+ * the exit code with nothing left to free. */
+int cli_load_view(int argc, char **argv, const char *cmd, const char *usage, const char *allow,
+                  int group, unsigned flags, cli_view_opts *o, cli_profile *cp);
+
+/* The output file named after input in: in less the first of the nexts
+ * extensions exts it ends with, then ext. NULL when out of memory. */
+char *cli_output_name(const char *in, const char *const *exts, size_t nexts, const char *ext);
 
 /* ---- subcommands --------------------------------------------------------------- */
 int cli_cmd_record(int argc, char **argv);

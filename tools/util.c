@@ -143,6 +143,23 @@ int cli_slots_reserve(cli_slots *s, size_t count, size_t first, size_t from,
   return 0;
 }
 
+char *cli_output_name(const char *in, const char *const *exts, size_t nexts, const char *ext) {
+  size_t n = strlen(in), e = strlen(ext);
+  char *out = malloc(n + e + 1);
+  if (out == NULL)
+    return NULL;
+  memcpy(out, in, n + 1);
+  for (size_t i = 0; i < nexts; i++) {
+    size_t x = strlen(exts[i]);
+    if (n > x && strcmp(out + n - x, exts[i]) == 0) {
+      n -= x;
+      break;
+    }
+  }
+  memcpy(out + n, ext, e + 1);
+  return out;
+}
+
 int cli_os_self_exe(char *buf, size_t len) {
   return pprt__os_exe_path(buf, len) == 0 ? 0 : -1;
 }
