@@ -84,20 +84,11 @@ static handler_fn via_sigaction(signal_fn real, int sig, handler_fn h, int flags
   if (sig != SIGPROF && !pprt__exits_watched(sig) && real != NULL)
     return real(sig, h);
   RESOLVE(act, pprt__sigaction_fn, sigaction);
-  if (act == NULL || h == SIG_ERR) {
-    errno = act == NULL ? ENOSYS : EINVAL;
+  if (act == NULL) {
+    errno = ENOSYS;
     return SIG_ERR;
   }
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = h;
-  sa.sa_flags = flags;
-  sigemptyset(&sa.sa_mask);
-  if (!(flags & SA_NODEFER) && sigaddset(&sa.sa_mask, sig) != 0)
-    return SIG_ERR; /* EINVAL */
-  if (pprt__exits_sigaction(act, sig, &sa, &old) != 0)
-    return SIG_ERR;
-  return old.sa_handler;
+  return pprt__exits_signal(act, sig, h, flags);
 }
 
 EXPORT handler_fn signal(int sig, handler_fn h) {
