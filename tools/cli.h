@@ -76,6 +76,11 @@ uint64_t cli_hash_bytes(const void *data, size_t len, uint64_t h);
 int cli_slots_reserve(cli_slots *s, size_t count, size_t first, size_t from,
                       uint64_t (*hash)(size_t i, const void *ctx), const void *ctx);
 
+/* The index of the first of the n entries of the sorted array v (stride
+ * bytes apart, each starting with a uint64_t key) whose key is not below
+ * key; n when there is none. */
+size_t cli_lower_bound(const void *v, size_t n, size_t stride, uint64_t key);
+
 /* The first slot to look at for hash h, and the one after slot j. */
 static inline size_t cli_slots_at(const cli_slots *s, uint64_t h) {
   return (size_t)h & (s->n - 1);

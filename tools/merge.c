@@ -158,14 +158,7 @@ static int cmp_pair(const void *a, const void *b) {
 /* The merged id of an input's id; 0 when it has none (the check made sure
  * every reference resolves). */
 static uint64_t map_id(const idpair *v, size_t n, uint64_t id) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (v[mid].from < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  size_t lo = cli_lower_bound(v, n, sizeof *v, id);
   return lo < n && v[lo].from == id ? v[lo].to : 0;
 }
 

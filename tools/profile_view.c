@@ -104,14 +104,7 @@ static id_index *index_ids(size_t n, uint64_t (*id_of)(const Pprt__Profile *, si
 }
 
 static long find_id(const id_index *v, size_t n, uint64_t id) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (v[mid].id < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  size_t lo = cli_lower_bound(v, n, sizeof *v, id);
   return lo < n && v[lo].id == id ? (long)v[lo].index : -1;
 }
 

@@ -125,6 +125,20 @@ uint64_t cli_hash_bytes(const void *data, size_t len, uint64_t h) {
   return h;
 }
 
+size_t cli_lower_bound(const void *v, size_t n, size_t stride, uint64_t key) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    uint64_t at;
+    memcpy(&at, (const char *)v + mid * stride, sizeof at);
+    if (at < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 int cli_slots_reserve(cli_slots *s, size_t count, size_t first, size_t from,
                       uint64_t (*hash)(size_t i, const void *ctx), const void *ctx) {
   if ((count + 1) * 2 <= s->n)

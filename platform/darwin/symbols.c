@@ -135,35 +135,16 @@ static size_t function_starts(const pprt__macho_image *mi, const image_layout *l
   return n;
 }
 
-static int count_underscores(const char *s) {
-  int n = 0;
-  while (s[n] == '_')
-    n++;
-  return n;
-}
-
 static int sym_order(const void *pa, const void *pb) {
   const sym *a = pa, *b = pb;
   if (a->addr != b->addr)
     return a->addr < b->addr ? -1 : 1;
-  if (a->rank != b->rank)
-    return a->rank - b->rank;
-  int ua = count_underscores(a->name), ub = count_underscores(b->name);
-  if (ua != ub)
-    return ua - ub;
-  return strcmp(a->name, b->name);
+  return pprt__sym_alias_order(a->rank, a->name, b->rank, b->name, 0);
 }
 
 /* The first start above addr, or UINTPTR_MAX. */
 static uintptr_t next_start(const uintptr_t *starts, size_t n, uintptr_t addr) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (starts[mid] <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  size_t lo = pprt__sym_at_or_below(starts, n, sizeof *starts, addr);
   return lo < n ? starts[lo] : UINTPTR_MAX;
 }
 
@@ -230,14 +211,7 @@ int pprt__sym_image_read(pprt__sym_image *img) {
 const char *pprt__sym_image_lookup(const pprt__sym_image *img, uintptr_t addr, uintptr_t seg_start,
                                    uintptr_t *func) {
   (void)seg_start; /* every symbol's end is known */
-  size_t lo = 0, hi = img->nsym;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (img->sym[mid].addr <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  size_t lo = pprt__sym_at_or_below(img->sym, img->nsym, sizeof *img->sym, addr);
   if (lo == 0 || addr >= img->sym[lo - 1].end)
     return NULL;
   *func = img->sym[lo - 1].addr;
@@ -274,13 +248,8 @@ int pprt__sym_image_same(const pprt__sym_image *a, const pprt__sym_image *b) {
 int pprt__sym_image_ranges(const pprt__sym_image *img,
                            int (*fn)(uintptr_t start, uintptr_t limit, void *ctx), void *ctx) {
   const pprt__macho_image *mi = &img->mi;
-  for (const struct load_command *lc = pprt__macho_next_command(mi->header, NULL); lc;
-       lc = pprt__macho_next_command(mi->header, lc)) {
-    if (lc->cmd != LC_SEGMENT_64 || lc->cmdsize < sizeof(struct segment_command_64))
-      continue;
-    const struct segment_command_64 *seg = (const struct segment_command_64 *)lc;
-    if (!(seg->initprot & VM_PROT_EXECUTE) || seg->vmsize == 0)
-      continue;
+  for (const struct segment_command_64 *seg = pprt__macho_next_code(mi->header, NULL); seg;
+       seg = pprt__macho_next_code(mi->header, seg)) {
     uintptr_t start = (uintptr_t)seg->vmaddr + (uintptr_t)mi->slide;
     int rc = fn(start, start + (uintptr_t)seg->vmsize, ctx);
     if (rc != 0)

@@ -135,13 +135,6 @@ static int add_symbols(pprt__elf_symtab *tab, const uint8_t *syms, size_t count,
   return added;
 }
 
-static int count_underscores(const char *s) {
-  int n = 0;
-  while (s[n] == '_')
-    n++;
-  return n;
-}
-
 /* Address first; among aliases the preferred name first (see finish). */
 static int sym_order(const void *pa, const void *pb) {
   const pprt__elf_sym *a = pa, *b = pb;
@@ -149,17 +142,7 @@ static int sym_order(const void *pa, const void *pb) {
     return a->addr < b->addr ? -1 : 1;
   if ((a->size != 0) != (b->size != 0))
     return a->size != 0 ? -1 : 1;
-  if (a->rank != b->rank)
-    return a->rank - b->rank;
-  int ua = count_underscores(a->name), ub = count_underscores(b->name);
-  if (ua != ub)
-    return ua - ub;
-  /* The shorter of two names a user could know: glibc's free is also the
-   * compat symbol cfree, both global. */
-  size_t la = strlen(a->name), lb = strlen(b->name);
-  if (la != lb)
-    return la < lb ? -1 : 1;
-  return strcmp(a->name, b->name); /* a stable choice from run to run */
+  return pprt__sym_alias_order(a->rank, a->name, b->rank, b->name, 1);
 }
 
 void pprt__elf_symtab_finish(pprt__elf_symtab *tab) {
@@ -185,14 +168,7 @@ void pprt__elf_symtab_finish(pprt__elf_symtab *tab) {
 const pprt__elf_sym *pprt__elf_symtab_lookup(const pprt__elf_symtab *tab, uintptr_t addr,
                                              uintptr_t seg_start) {
   /* The last symbol at or below addr. */
-  size_t lo = 0, hi = tab->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (tab->sym[mid].addr <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  size_t lo = pprt__sym_at_or_below(tab->sym, tab->n, sizeof *tab->sym, addr);
   if (lo == 0)
     return NULL;
   size_t last = lo - 1;

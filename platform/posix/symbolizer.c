@@ -158,15 +158,43 @@ int pprt__os_symbolizer_open(pprt__os_symbolizer **out) {
   return 0;
 }
 
-static const sym_range *find_range(const pprt__os_symbolizer *s, uintptr_t addr) {
-  size_t lo = 0, hi = s->nrange;
+size_t pprt__sym_at_or_below(const void *v, size_t n, size_t stride, uintptr_t addr) {
+  size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (s->range[mid].start <= addr)
+    uintptr_t at;
+    memcpy(&at, (const char *)v + mid * stride, sizeof at);
+    if (at <= addr)
       lo = mid + 1;
     else
       hi = mid;
   }
+  return lo;
+}
+
+static int count_underscores(const char *s) {
+  int n = 0;
+  while (s[n] == '_')
+    n++;
+  return n;
+}
+
+int pprt__sym_alias_order(int rank_a, const char *a, int rank_b, const char *b, int by_length) {
+  if (rank_a != rank_b)
+    return rank_a - rank_b;
+  int ua = count_underscores(a), ub = count_underscores(b);
+  if (ua != ub)
+    return ua - ub;
+  if (by_length) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la != lb)
+      return la < lb ? -1 : 1;
+  }
+  return strcmp(a, b);
+}
+
+static const sym_range *find_range(const pprt__os_symbolizer *s, uintptr_t addr) {
+  size_t lo = pprt__sym_at_or_below(s->range, s->nrange, sizeof *s->range, addr);
   if (lo == 0 || addr >= s->range[lo - 1].limit)
     return NULL;
   return &s->range[lo - 1];

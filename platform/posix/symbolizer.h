@@ -63,4 +63,18 @@ const char *pprt__sym_image_lookup(const pprt__sym_image *img, uintptr_t addr, u
 /* Releases img, its table and any file it mapped. */
 void pprt__sym_image_free(pprt__sym_image *img);
 
+/* ---- for the readers' tables ---- */
+
+/* How many entries of the sorted array v (n entries, stride bytes apart,
+ * each starting with its address as a uintptr_t) have an address at or
+ * below addr: entry count - 1 is the last one that can hold addr. */
+size_t pprt__sym_at_or_below(const void *v, size_t n, size_t stride, uintptr_t addr);
+
+/* Which of two names of one address to show: the lower rank first (the
+ * format's binding preference), then fewer leading underscores (the name a
+ * user wrote, not an internal alias), then, with by_length, the shorter
+ * name (glibc's free is also cfree), then strcmp, a stable choice from run
+ * to run. Negative when a goes first. */
+int pprt__sym_alias_order(int rank_a, const char *a, int rank_b, const char *b, int by_length);
+
 #endif /* PPRT_PLATFORM_POSIX_SYMBOLIZER_H */
