@@ -43,25 +43,9 @@ static uint64_t rd_u(rd *r, size_t n) {
   return v;
 }
 
-static uint64_t rd_uleb(rd *r) {
-  uint64_t v = 0;
-  for (unsigned shift = 0;; shift += 7) {
-    if (!rd_need(r, 1))
-      return 0;
-    uint8_t b = *r->p++;
-    r->addr++;
-    if (shift < 64)
-      v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80))
-      return v;
-    if (shift > 70) {
-      r->bad = 1;
-      return 0;
-    }
-  }
-}
-
-static int64_t rd_sleb(rd *r) {
+/* A LEB128 number; a signed one is sign-extended from its last byte's bit
+ * 6. Bits beyond 64 are dropped; more than ten bytes mark the reader bad. */
+static uint64_t rd_leb(rd *r, int is_signed) {
   uint64_t v = 0;
   for (unsigned shift = 0;; shift += 7) {
     if (!rd_need(r, 1))
@@ -71,15 +55,23 @@ static int64_t rd_sleb(rd *r) {
     if (shift < 64)
       v |= (uint64_t)(b & 0x7f) << shift;
     if (!(b & 0x80)) {
-      if (shift + 7 < 64 && (b & 0x40))
+      if (is_signed && shift + 7 < 64 && (b & 0x40))
         v |= ~(uint64_t)0 << (shift + 7);
-      return (int64_t)v;
+      return v;
     }
     if (shift > 70) {
       r->bad = 1;
       return 0;
     }
   }
+}
+
+static uint64_t rd_uleb(rd *r) {
+  return rd_leb(r, 0);
+}
+
+static int64_t rd_sleb(rd *r) {
+  return (int64_t)rd_leb(r, 1);
 }
 
 static void rd_skip(rd *r, uint64_t n) {

@@ -1,10 +1,13 @@
 /* The platform contract: every function an OS backend provides.
  *
- * The core (core/) is platform-neutral and calls the OS only through the
- * functions declared here. Each backend (platform/linux, platform/darwin,
- * platform/freebsd) implements them, using the mechanisms shared by several
- * OSes in platform/posix; CMake picks the files when it configures, so there
- * is no OS #ifdef in the core and no dispatch at run time.
+ * The core (core/) is platform-neutral: what differs between the OSes it
+ * reaches only through the functions declared here. POSIX itself is
+ * assumed everywhere, and the core calls it directly where every supported
+ * OS behaves alike (mmap, nanosleep, getrusage, pthreads, stdio). Each
+ * backend (platform/linux, platform/darwin, platform/freebsd) implements
+ * these functions, using the mechanisms shared by several OSes in
+ * platform/posix; CMake picks the files when it configures, so there is no
+ * OS #ifdef in the core or in platform/posix and no dispatch at run time.
  *
  * Conventions, for every function below unless it says otherwise:
  *   - returns 0 on success or a negative errno value;
@@ -20,9 +23,12 @@
  * them fail.
  *
  * Sections: clocks; threads; reader wait/wake; signals; alternate stacks;
- * timers; images; symbols. The functions of the later sections are part of
- * the contract now so that the three backends are designed together; each
- * backend implements them as the component that needs them is built.
+ * timers; sampling clocks; images; the program's files; unwind tables;
+ * symbols; source lines; the process. Every backend implements every
+ * function, and where an OS lacks the mechanism the function says what it
+ * returns there (-ENOTSUP, 0); the exceptions are marked "ELF systems
+ * only": Linux and FreeBSD have them, for code built only there (the ELF
+ * image list, the CFI unwinder).
  */
 #ifndef PPRT_CORE_PLATFORM_H
 #define PPRT_CORE_PLATFORM_H
@@ -396,6 +402,35 @@ typedef struct pprt__os_image {
  * in img are valid only during the call. Stops early and returns fn's value
  * when fn returns nonzero. Errors: -ENOMEM. Never from a signal handler. */
 int pprt__os_image_each(int (*fn)(const pprt__os_image *img, void *ctx), void *ctx);
+
+/* ---- the program's files ---------------------------------------------------- */
+
+/* The main executable's absolute path as the kernel knows it, NUL-terminated
+ * in buf (Linux: /proc/self/exe, less the " (deleted)" the kernel appends
+ * once the file is deleted; FreeBSD: sysctl KERN_PROC_PATHNAME; Darwin:
+ * _NSGetExecutablePath through realpath). When the dynamic loader was run
+ * as a command (ld.so ./prog) this is the loader. For the image list and
+ * for pprt's command, which finds its preload library next to itself. Not
+ * AS-safe. Errors: -ENOENT (Linux without /proc), -ENAMETOOLONG (buf too
+ * small), or the errno of the failed call. */
+int pprt__os_exe_path(char *buf, size_t len);
+
+/* ELF systems only. Where the main executable's bytes can be read even
+ * after its file is deleted or replaced: "/proc/self/exe" on Linux, NULL
+ * on FreeBSD (which has no such path). */
+extern const char *const pprt__os_exe_file;
+
+/* ELF systems only. The path the kernel exec'd, from the aux vector (Linux:
+ * AT_EXECFN, as the program was started, perhaps relative; FreeBSD:
+ * AT_EXECPATH), NUL-terminated in buf: the main executable's name when
+ * pprt__os_exe_path fails or names the loader. Not AS-safe. Errors:
+ * -ENOENT (the kernel gave none), -ENAMETOOLONG. */
+int pprt__os_exec_path(char *buf, size_t len);
+
+/* ELF systems only. The address of the vDSO's ELF header, 0 when the kernel
+ * maps none (Linux: AT_SYSINFO_EHDR; FreeBSD 13 and later: AT_KPRELOAD): how
+ * the image list knows the vDSO whatever the loader names it. AS-safe. */
+uintptr_t pprt__os_vdso_base(void);
 
 /* ---- unwind tables ----------------------------------------------------------- */
 

@@ -174,6 +174,18 @@ void pprt__ring_close(pprt__ring *r) {
   wake_reader(r);
 }
 
+/* Fills rec to describe the record of kind and len words copied to buf. */
+static int describe(const pprt__ring *r, const uint64_t *buf, size_t len, enum pprt__ring_kind kind,
+                    pprt__ring_record *rec) {
+  rec->kind = kind;
+  rec->length = len;
+  rec->timestamp = buf[1];
+  rec->hdr = buf + 2;
+  rec->pcs = buf + 2 + r->hdr_words;
+  rec->npcs = len - 2 - r->hdr_words;
+  return 1;
+}
+
 /* Describes a record that the reader builds itself (rate, reported losses). */
 static int synthetic(pprt__ring *r, uint64_t *buf, pprt__ring_record *rec,
                      enum pprt__ring_kind kind, uint64_t value) {
@@ -185,13 +197,7 @@ static int synthetic(pprt__ring *r, uint64_t *buf, pprt__ring_record *rec,
     buf[2] = value;
   else
     buf[len - 1] = value;
-  rec->kind = kind;
-  rec->length = len;
-  rec->timestamp = buf[1];
-  rec->hdr = buf + 2;
-  rec->pcs = buf + 2 + r->hdr_words;
-  rec->npcs = len - 2 - r->hdr_words;
-  return 1;
+  return describe(r, buf, len, kind, rec);
 }
 
 /* Takes the record at tail, if one is published. Returns 1 and fills rec,
@@ -217,13 +223,7 @@ static int take(pprt__ring *r, uint64_t *buf, pprt__ring_record *rec) {
     }
     atomic_store_explicit(&w[0], 0, memory_order_relaxed);
     atomic_store_explicit(&r->tail, t + len, memory_order_release);
-    rec->kind = (enum pprt__ring_kind)WORD0_KIND(w0);
-    rec->length = len;
-    rec->timestamp = buf[1];
-    rec->hdr = buf + 2;
-    rec->pcs = buf + 2 + r->hdr_words;
-    rec->npcs = len - 2 - r->hdr_words;
-    return 1;
+    return describe(r, buf, len, (enum pprt__ring_kind)WORD0_KIND(w0), rec);
   }
 }
 

@@ -265,6 +265,23 @@ int pprt__exits_sigaction(pprt__sigaction_fn real, int sig, const struct sigacti
   return 0;
 }
 
+void (*pprt__exits_signal(pprt__sigaction_fn real, int sig, void (*h)(int), int flags))(int) {
+  if (h == SIG_ERR) {
+    errno = EINVAL;
+    return SIG_ERR;
+  }
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = h;
+  sa.sa_flags = flags;
+  sigemptyset(&sa.sa_mask);
+  if (!(flags & SA_NODEFER) && sigaddset(&sa.sa_mask, sig) != 0)
+    return SIG_ERR; /* EINVAL */
+  if (pprt__exits_sigaction(real, sig, &sa, &old) != 0)
+    return SIG_ERR;
+  return old.sa_handler;
+}
+
 /* ---- start ----------------------------------------------------------------------------- */
 
 /* PPRT_FLUSH_TIMEOUT: seconds, 0 to 3600, decimals allowed. */

@@ -6,14 +6,14 @@
  *
  * A constructor reads the PPRT_* variables and starts the profilers and the
  * tracer; a destructor stops them at exit and writes what they recorded.
- * Every thread the program creates registers itself first (the per-OS hook
- * in hook_*.c), so it has an alternate signal stack and its per-thread
- * timer from its first instruction, and its start is in the trace. While a
- * CPU profile runs, SIGPROF is kept deliverable on threads whose program
- * blocks it (sigmask_*.c and core/sigmask.c): a new thread starts with the
- * mask its creator's program mask gives it, less SIGPROF. Anything
- * unusable (a bad value, an unwritable path, a setuid program) is one line
- * on stderr and the program runs on without it.
+ * Every thread the program creates registers itself first (the per-OS
+ * pthread_create hook, pthread_create_*.c), so it has an alternate signal
+ * stack and its per-thread timer from its first instruction, and its start
+ * is in the trace. While a CPU profile runs, SIGPROF is kept deliverable on
+ * threads whose program blocks it (sigmask_*.c and core/sigmask.c): a new
+ * thread starts with the mask its creator's program mask gives it, less
+ * SIGPROF. Anything unusable (a bad value, an unwritable path, a setuid
+ * program) is one line on stderr and the program runs on without it.
  *
  * Variables:
  *   PPRT_CPUPROFILE=path        where the CPU profile goes; unset: no CPU profile
@@ -69,6 +69,7 @@
 #include "core/atfork.h"
 #include "core/cpu.h"
 #include "core/heap.h"
+#include "core/parse.h"
 #include "core/sigmask.h"
 #include "core/sigprof.h"
 #include "core/thread.h"
@@ -91,17 +92,6 @@ static void stop_forked(void) {
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   heap_lock = fresh;
   atomic_store(&stop_state, 0);
-}
-
-/* Parses a whole decimal number in [lo, hi]; 0 on success. */
-static int parse_int(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end != '\0' || v < lo || v > hi)
-    return -1;
-  *out = v;
-  return 0;
 }
 
 /* Creates a file whose name pprt made up (path.<pid>, path.tmp), which
@@ -275,8 +265,8 @@ static void start_cpu(const char *path) {
   memset(&o, 0, sizeof o);
   o.size = sizeof o;
   const char *v = getenv("PPRT_CPUPROFILE_HZ");
-  long hz = 0;
-  if (v && *v && parse_int(v, 1, 10000, &hz) != 0) {
+  long long hz = 0;
+  if (v && *v && pprt__parse_int(v, 1, 10000, &hz) != 0) {
     fprintf(stderr, "pprt: PPRT_CPUPROFILE_HZ=%s is not a rate in Hz (1-10000); not profiling\n",
             v);
     return;
@@ -344,8 +334,8 @@ static void start_cpu(const char *path) {
 
 static void start_heap(const char *path) {
   const char *v = getenv("PPRT_HEAP_RATE");
-  long rate = (long)PPRT__HEAP_DEFAULT_RATE;
-  if (v && *v && parse_int(v, 1, LONG_MAX, &rate) != 0) {
+  long long rate = (long long)PPRT__HEAP_DEFAULT_RATE;
+  if (v && *v && pprt__parse_int(v, 1, LONG_MAX, &rate) != 0) {
     fprintf(stderr,
             "pprt: PPRT_HEAP_RATE=%s is not a number of bytes (1 or more); not profiling\n", v);
     return;
@@ -385,7 +375,7 @@ static void start_trace(const char *path) {
 
 /* Parses PPRT_HTTP's "addr:port" or "[v6addr]:port" into host (NUL-ended)
  * and port; 0 on success. */
-static int parse_http(const char *v, char *host, size_t hostlen, long *port) {
+static int parse_http(const char *v, char *host, size_t hostlen, long long *port) {
   const char *colon = strrchr(v, ':');
   if (colon == NULL)
     return -1;
@@ -399,14 +389,14 @@ static int parse_http(const char *v, char *host, size_t hostlen, long *port) {
     return -1;
   memcpy(host, h, n);
   host[n] = '\0';
-  return parse_int(colon + 1, 0, 65535, port);
+  return pprt__parse_int(colon + 1, 0, 65535, port);
 }
 
 static int http_on;
 
 static void start_http(const char *v) {
   char host[64];
-  long port;
+  long long port;
   if (parse_http(v, host, sizeof host, &port) != 0) {
     fprintf(stderr, "pprt: PPRT_HTTP=%s is not ADDRESS:PORT (e.g. 127.0.0.1:6060); not serving\n",
             v);
@@ -418,8 +408,8 @@ static void start_http(const char *v) {
     return;
   }
   const char *rv = getenv("PPRT_HEAP_RATE");
-  long rate = (long)PPRT__HEAP_DEFAULT_RATE;
-  if (rv && *rv && parse_int(rv, 1, LONG_MAX, &rate) != 0) {
+  long long rate = (long long)PPRT__HEAP_DEFAULT_RATE;
+  if (rv && *rv && pprt__parse_int(rv, 1, LONG_MAX, &rate) != 0) {
     fprintf(stderr, "pprt: PPRT_HEAP_RATE=%s is not a number of bytes (1 or more); not serving\n",
             rv);
     return;

@@ -45,6 +45,13 @@ int pprt__exits_watched(int sig);
 int pprt__exits_sigaction(pprt__sigaction_fn real, int sig, const struct sigaction *act,
                           struct sigaction *old);
 
+/* signal(sig, h) for SIGPROF or a watched signal, as the sigaction it
+ * stands for, through pprt__exits_sigaction: h with flags (SA_RESTART for
+ * BSD semantics, SA_RESETHAND | SA_NODEFER for System V's), sig blocked in
+ * its handler unless SA_NODEFER. Returns the previous handler, or SIG_ERR
+ * with errno (EINVAL for h SIG_ERR or a bad signal). */
+void (*pprt__exits_signal(pprt__sigaction_fn real, int sig, void (*h)(int), int flags))(int);
+
 /* From _exit, _Exit and quick_exit: writes the outputs first (bounded by
  * PPRT_FLUSH_TIMEOUT). Nothing in a process that has no outputs of its
  * own (a forked child). AS-safe (it hands off to the flusher thread). */

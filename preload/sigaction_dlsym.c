@@ -84,43 +84,22 @@ static handler_fn via_sigaction(signal_fn real, int sig, handler_fn h, int flags
   if (sig != SIGPROF && !pprt__exits_watched(sig) && real != NULL)
     return real(sig, h);
   RESOLVE(act, pprt__sigaction_fn, sigaction);
-  if (act == NULL || h == SIG_ERR) {
-    errno = act == NULL ? ENOSYS : EINVAL;
+  if (act == NULL) {
+    errno = ENOSYS;
     return SIG_ERR;
   }
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = h;
-  sa.sa_flags = flags;
-  sigemptyset(&sa.sa_mask);
-  if (!(flags & SA_NODEFER) && sigaddset(&sa.sa_mask, sig) != 0)
-    return SIG_ERR; /* EINVAL */
-  if (pprt__exits_sigaction(act, sig, &sa, &old) != 0)
-    return SIG_ERR;
-  return old.sa_handler;
+  return pprt__exits_signal(act, sig, h, flags);
 }
 
-EXPORT handler_fn signal(int sig, handler_fn h) {
-  RESOLVE(real, signal_fn, signal);
-  return via_sigaction(real, sig, h, SA_RESTART);
-}
+/* Each member of the family, with its semantics (see the top). */
+#define SIGNAL_WRAPPER(name, flags)                                                                \
+  EXPORT handler_fn name(int sig, handler_fn h) {                                                  \
+    RESOLVE(real, signal_fn, name);                                                                \
+    return via_sigaction(real, sig, h, flags);                                                     \
+  }
 
-EXPORT handler_fn bsd_signal(int sig, handler_fn h) {
-  RESOLVE(real, signal_fn, bsd_signal);
-  return via_sigaction(real, sig, h, SA_RESTART);
-}
-
-EXPORT handler_fn ssignal(int sig, handler_fn h) {
-  RESOLVE(real, signal_fn, ssignal);
-  return via_sigaction(real, sig, h, SA_RESTART);
-}
-
-EXPORT handler_fn sysv_signal(int sig, handler_fn h) {
-  RESOLVE(real, signal_fn, sysv_signal);
-  return via_sigaction(real, sig, h, SA_RESETHAND | SA_NODEFER);
-}
-
-EXPORT handler_fn __sysv_signal(int sig, handler_fn h) {
-  RESOLVE(real, signal_fn, __sysv_signal);
-  return via_sigaction(real, sig, h, SA_RESETHAND | SA_NODEFER);
-}
+SIGNAL_WRAPPER(signal, SA_RESTART)
+SIGNAL_WRAPPER(bsd_signal, SA_RESTART)
+SIGNAL_WRAPPER(ssignal, SA_RESTART)
+SIGNAL_WRAPPER(sysv_signal, SA_RESETHAND | SA_NODEFER)
+SIGNAL_WRAPPER(__sysv_signal, SA_RESETHAND | SA_NODEFER)

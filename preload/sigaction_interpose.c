@@ -4,9 +4,7 @@
  * a CPU profile runs keeps the program's action as the one pprt forwards to
  * instead of installing it over pprt's handler, and for the termination and
  * crash signals through exits.c. Our own calls still reach libsystem's. */
-#include <errno.h>
 #include <signal.h>
-#include <string.h>
 
 #include "core/sigprof.h"
 #include "preload/preload.h"
@@ -24,22 +22,11 @@ pprt__sigaction_fn pprt__preload_real_sigaction(void) {
 static void (*my_signal(int sig, void (*h)(int)))(int) {
   if (sig != SIGPROF && !pprt__exits_watched(sig))
     return signal(sig, h);
-  if (h == SIG_ERR) {
-    errno = EINVAL;
-    return SIG_ERR;
-  }
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = h;
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  sigaddset(&sa.sa_mask, sig);
-  if (pprt__exits_sigaction(sigaction, sig, &sa, &old) != 0)
-    return SIG_ERR;
-  return old.sa_handler;
+  return pprt__exits_signal(sigaction, sig, h, SA_RESTART);
 }
 
-#define INTERPOSE(mine, theirs) {(const void *)(mine), (const void *)(theirs)}
+#define INTERPOSE(mine, theirs)                                                                    \
+  { (const void *)(mine), (const void *)(theirs) }
 __attribute__((used, section("__DATA,__interpose"))) static const struct {
   const void *replacement;
   const void *original;

@@ -1,7 +1,13 @@
-/* Tests of the platform contract's clocks, thread ids, what it tells of
- * other threads (blocked signals, CPU time) and reader wait/wake, as the
- * backend chosen for this build implements them. */
+/* Tests of the platform contract as the backend chosen for this build
+ * implements it, for what an ordinary process can check: clocks, thread
+ * ids, the walk over threads, their names and start times, what it tells
+ * of other threads (blocked signals, CPU time), the signal mask, the
+ * executable's path, the command line, and reader wait/wake. Signals,
+ * alternate stacks, stack bounds and the readable-word probe are tested
+ * with real signals in tests/test_signals.c; images and symbols in
+ * tests/test_images.c. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -9,6 +15,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <cmocka.h>
@@ -242,6 +250,174 @@ static void test_thread_cpu_ns(void **state) {
   assert_int_equal(once_gone(tid, probe_cpu), -ESRCH);
 }
 
+/* ---- the walk over threads, names, start times ----------------------------------- */
+
+struct seen_tids {
+  uint64_t want[2];
+  int found[2];
+  int count;
+};
+
+static int note_tid(uint64_t tid, void *ctx) {
+  struct seen_tids *s = ctx;
+  s->count++;
+  for (int i = 0; i < 2; i++)
+    if (tid == s->want[i])
+      s->found[i] = 1;
+  return 0;
+}
+
+static int stop_at_first(uint64_t tid, void *ctx) {
+  (void)tid;
+  (*(int *)ctx)++;
+  return 7;
+}
+
+/* Parks until go reaches 1. */
+static void *parked(void *arg) {
+  struct stepper *st = arg;
+  atomic_store(&st->tid, pprt__os_thread_id());
+  atomic_store(&st->at, 1);
+  wait_for(&st->go, 1);
+  return NULL;
+}
+
+/* The walk reports the calling thread and a live one it started, by the
+ * ids pprt__os_thread_id gives, and stops at fn's first nonzero value. */
+static void test_thread_each(void **state) {
+  (void)state;
+  struct stepper st = {0};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, parked, &st), 0);
+  wait_for(&st.at, 1);
+  struct seen_tids seen = {{pprt__os_thread_id(), atomic_load(&st.tid)}, {0, 0}, 0};
+  int rc = pprt__os_thread_each(note_tid, &seen);
+  atomic_store(&st.go, 1);
+  pthread_join(th, NULL);
+  assert_int_equal(rc, 0);
+  assert_true(seen.found[0]);
+  assert_true(seen.found[1]);
+  assert_true(seen.count >= 2);
+  int calls = 0;
+  assert_int_equal(pprt__os_thread_each(stop_at_first, &calls), 7);
+  assert_int_equal(calls, 1);
+}
+
+static int probe_name(uint64_t tid) {
+  char name[64];
+  return pprt__os_thread_name(tid, name, sizeof name);
+}
+
+static int probe_start(uint64_t tid) {
+  uint64_t start;
+  return pprt__os_thread_start_time(tid, &start);
+}
+
+/* A thread's name is a NUL-terminated string; its start time is nonzero
+ * and stays the same; a gone thread has neither. */
+static void test_thread_name_and_start(void **state) {
+  (void)state;
+  char name[64];
+  memset(name, 'x', sizeof name);
+  int rc = pprt__os_thread_name(pprt__os_thread_id(), name, sizeof name);
+  if (rc != -ENOTSUP) {
+    assert_int_equal(rc, 0);
+    assert_non_null(memchr(name, '\0', sizeof name));
+  }
+  uint64_t start = 0, again = 0;
+  rc = pprt__os_thread_start_time(pprt__os_thread_id(), &start);
+  if (rc != -ENOTSUP) {
+    assert_int_equal(rc, 0);
+    assert_true(start != 0);
+    assert_int_equal(pprt__os_thread_start_time(pprt__os_thread_id(), &again), 0);
+    assert_int_equal(again, start);
+  }
+
+  struct stepper st = {0};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, parked, &st), 0);
+  wait_for(&st.at, 1);
+  uint64_t tid = atomic_load(&st.tid);
+  atomic_store(&st.go, 1);
+  pthread_join(th, NULL);
+  if (probe_name(tid) != -ENOTSUP)
+    assert_int_equal(once_gone(tid, probe_name), -ESRCH);
+  if (rc != -ENOTSUP)
+    assert_int_equal(once_gone(tid, probe_start), -ESRCH);
+}
+
+/* ---- the calling thread's signal mask ---------------------------------------------- */
+
+static int blocked_now(int sig) {
+  sigset_t cur;
+  pthread_sigmask(SIG_BLOCK, NULL, &cur);
+  return sigismember(&cur, sig);
+}
+
+/* pprt__os_thread_sigmask changes the calling thread's mask as
+ * pthread_sigmask does, reports the old one, and refuses a bad how. */
+static void test_thread_sigmask(void **state) {
+  (void)state;
+  sigset_t usr2, old;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  assert_false(blocked_now(SIGUSR2));
+  assert_int_equal(pprt__os_thread_sigmask(SIG_BLOCK, &usr2, &old), 0);
+  assert_false(sigismember(&old, SIGUSR2));
+  assert_true(blocked_now(SIGUSR2));
+  assert_int_equal(pprt__os_thread_sigmask(SIG_UNBLOCK, &usr2, &old), 0);
+  assert_true(sigismember(&old, SIGUSR2));
+  assert_false(blocked_now(SIGUSR2));
+  assert_int_equal(pprt__os_thread_sigmask(12345, &usr2, NULL), -EINVAL);
+  assert_false(blocked_now(SIGUSR2));
+}
+
+/* ---- the program's files and command line ------------------------------------------ */
+
+static char **test_argv;
+
+static int main_image_path(const pprt__os_image *img, void *ctx) {
+  if (!img->is_main)
+    return 0;
+  strncpy(ctx, img->path, PATH_MAX - 1);
+  return 1;
+}
+
+/* The executable's path is absolute, the main image's, and is refused
+ * when it does not fit. */
+static void test_exe_path(void **state) {
+  (void)state;
+  char path[PATH_MAX], image[PATH_MAX] = "";
+  assert_int_equal(pprt__os_exe_path(path, sizeof path), 0);
+  assert_true(path[0] == '/');
+  assert_int_equal(pprt__os_image_each(main_image_path, image), 1);
+  assert_string_equal(path, image);
+  char tiny[4];
+  assert_int_equal(pprt__os_exe_path(tiny, sizeof tiny), -ENAMETOOLONG);
+}
+
+/* The command line is the arguments, each NUL-terminated, and is cut at
+ * the buffer's length. */
+static void test_cmdline(void **state) {
+  (void)state;
+  char buf[4096];
+  size_t n = 0;
+  int rc = pprt__os_cmdline(buf, sizeof buf, &n);
+  if (rc == -ENOTSUP)
+    skip();
+  assert_int_equal(rc, 0);
+  size_t want = 0;
+  for (char **a = test_argv; *a != NULL; a++) {
+    assert_true(n >= want + strlen(*a) + 1);
+    assert_string_equal(buf + want, *a);
+    want += strlen(*a) + 1;
+  }
+  assert_int_equal(n, want);
+  assert_int_equal(pprt__os_cmdline(buf, 3, &n), 0);
+  assert_int_equal(n, 3);
+  assert_memory_equal(buf, test_argv[0], 3);
+}
+
 /* ---- reader wait/wake ------------------------------------------------------------ */
 
 static atomic_uint word;
@@ -285,7 +461,9 @@ static void test_wait_times_out(void **state) {
   assert_true(ms < 20 + 100 + 80);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  (void)argc;
+  test_argv = argv;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_monotonic_clock_advances),
       cmocka_unit_test(test_wall_clock_is_unix_time),
@@ -293,6 +471,11 @@ int main(void) {
       cmocka_unit_test(test_thread_ids_are_stable_and_distinct),
       cmocka_unit_test(test_thread_blocks),
       cmocka_unit_test(test_thread_cpu_ns),
+      cmocka_unit_test(test_thread_each),
+      cmocka_unit_test(test_thread_name_and_start),
+      cmocka_unit_test(test_thread_sigmask),
+      cmocka_unit_test(test_exe_path),
+      cmocka_unit_test(test_cmdline),
       cmocka_unit_test(test_wait_and_wake),
       cmocka_unit_test(test_wait_times_out),
   };

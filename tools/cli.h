@@ -44,7 +44,8 @@ FILE *cli_open_output(const char *path);
  * else fails with EEXIST. NULL with errno on failure. */
 FILE *cli_create_new(const char *path);
 
-/* Parses a whole decimal number in [lo, hi]; 0 on success. */
+/* Parses a whole decimal number in [lo, hi]; 0 on success, else -1. The
+ * runtime's pprt__parse_int (core/parse.h), which reads PPRT_* variables. */
 int cli_parse_long(const char *s, long long lo, long long hi, long long *out);
 
 /* Matches "--name" and "--name=value" / "-n value" style options:
@@ -52,6 +53,41 @@ int cli_parse_long(const char *s, long long lo, long long hi, long long *out);
  * NULL when argv[*i] is not this option. *missing is set when the option
  * was given without its value. */
 const char *cli_option_value(int argc, char **argv, int *i, const char *name, int *missing);
+
+/* ---- hash indexes (tools/util.c) ------------------------------------------------- */
+
+/* An open-addressing index over items kept in an array elsewhere: each slot
+ * holds an item's index + 1 (0: empty), found by linear probing from its
+ * hash; n is a power of two, at least twice the number of items. Lookups
+ * and insertions are the caller's (what makes two items the same is). */
+typedef struct cli_slots {
+  uint32_t *v;
+  size_t n;
+} cli_slots;
+
+/* FNV-1a over len bytes, continuing from h (CLI_FNV_BASIS to start). */
+#define CLI_FNV_BASIS 1469598103934665603ull
+uint64_t cli_hash_bytes(const void *data, size_t len, uint64_t h);
+
+/* Makes room for item `count` (the next to be added): when count + 1 items
+ * would fill more than half the slots, builds them anew, twice as many
+ * (`first` the first time), with items [from, count) placed by hash(i,
+ * ctx). 0, or -1 out of memory with the index as it was. */
+int cli_slots_reserve(cli_slots *s, size_t count, size_t first, size_t from,
+                      uint64_t (*hash)(size_t i, const void *ctx), const void *ctx);
+
+/* The index of the first of the n entries of the sorted array v (stride
+ * bytes apart, each starting with a uint64_t key) whose key is not below
+ * key; n when there is none. */
+size_t cli_lower_bound(const void *v, size_t n, size_t stride, uint64_t key);
+
+/* The first slot to look at for hash h, and the one after slot j. */
+static inline size_t cli_slots_at(const cli_slots *s, uint64_t h) {
+  return (size_t)h & (s->n - 1);
+}
+static inline size_t cli_slots_next(const cli_slots *s, size_t j) {
+  return (j + 1) & (s->n - 1);
+}
 
 /* ---- profiles, as the subcommands read them (tools/profile_view.c) ---------------- */
 
@@ -119,8 +155,11 @@ int cli_profile_load_mem(cli_profile *cp, const char *cmd, const char *path, con
 int cli_profile_load_many(cli_profile *cp, const char *cmd, char *const *paths, size_t n,
                           const char *group_by, const char *type, unsigned flags);
 /* Reads and decodes one profile file; CLI_OK, or an error code after the
- * one-line message for cmd. */
+ * one-line message for cmd (*out is then NULL). */
 int cli_profile_decode_file(const char *cmd, const char *path, Pprt__Profile **out);
+/* The same on a profile already in memory; path only names it in messages. */
+int cli_profile_decode_mem(const char *cmd, const char *path, const uint8_t *data, size_t len,
+                           Pprt__Profile **out);
 /* The table of `pprt top --by KEY`: the selected value summed per value of
  * label KEY ("process": per program name, with how many pids ran it;
  * "pid": per process, with its name), n rows (0: all); header: the type
@@ -176,8 +215,7 @@ typedef struct cli_tree_node {
 typedef struct cli_tree {
   cli_tree_node *v;
   size_t n, cap;
-  uint32_t *slots; /* (parent, name) -> node index + 1 */
-  size_t nslots;
+  cli_slots slots; /* by (parent, name) */
   /* After cli_tree_order: node i's children are kids[kid_at[i]] up to
    * kids[kid_at[i + 1]], in the order asked for. */
   uint32_t *kids, *kid_at;
@@ -226,6 +264,17 @@ typedef struct cli_view_opts {
  * Returns -1 to go on, else the exit code (after --help: 0). */
 int cli_parse_view(int argc, char **argv, const char *cmd, const char *usage, const char *allow,
                    cli_view_opts *o);
+/* cli_parse_view, then the FILEs loaded into cp as cli_profile_load_many
+ * loads them: grouped by --by when group is set (else --by is the
+ * caller's), frames named as flags say, plus CLI_VIEW_LINES for --lines.
+ * o->files is freed. Returns -1 to go on (cli_profile_free cp after), else
+ * the exit code with nothing left to free. */
+int cli_load_view(int argc, char **argv, const char *cmd, const char *usage, const char *allow,
+                  int group, unsigned flags, cli_view_opts *o, cli_profile *cp);
+
+/* The output file named after input in: in less the first of the nexts
+ * extensions exts it ends with, then ext. NULL when out of memory. */
+char *cli_output_name(const char *in, const char *const *exts, size_t nexts, const char *ext);
 
 /* ---- subcommands --------------------------------------------------------------- */
 int cli_cmd_record(int argc, char **argv);
@@ -235,9 +284,10 @@ int cli_cmd_collapse(int argc, char **argv);
 int cli_cmd_trace(int argc, char **argv);
 int cli_cmd_merge(int argc, char **argv);
 
-/* ---- per-OS helpers (tools/os_<os>.c) ------------------------------------------ */
+/* ---- per-OS helpers (tools/os_<os>.c, except the first) -------------------------- */
 
-/* The absolute path of the running pprt executable; 0 or -1. */
+/* The absolute path of the running pprt executable; 0 or -1. The runtime's
+ * pprt__os_exe_path (tools/util.c). */
 int cli_os_self_exe(char *buf, size_t len);
 /* CPU time (user + system) a running child has used so far, in ns; -1 if
  * the OS will not say. */

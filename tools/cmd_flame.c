@@ -128,38 +128,17 @@ int cli_write_flame(FILE *f, const cli_profile *cp, const char *title) {
 
 /* cpu.pb.gz -> cpu.html */
 static char *default_output(const char *in) {
-  size_t n = strlen(in);
-  char *out = malloc(n + 6);
-  if (out == NULL)
-    return NULL;
-  memcpy(out, in, n + 1);
   static const char *const exts[] = {".pb.gz", ".pprof.gz", ".pb", ".pprof", ".gz"};
-  for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
-    size_t e = strlen(exts[i]);
-    if (n > e && strcmp(out + n - e, exts[i]) == 0) {
-      out[n - e] = '\0';
-      break;
-    }
-  }
-  strcat(out, ".html");
-  return out;
+  return cli_output_name(in, exts, sizeof exts / sizeof exts[0], ".html");
 }
 
 int cli_cmd_flame(int argc, char **argv) {
   cli_view_opts o;
-  int rc = cli_parse_view(argc, argv, "flame", usage, "olb", &o);
-  if (rc >= 0) {
-    free(o.files);
-    return rc;
-  }
   cli_profile cp;
-  rc = cli_profile_load_many(&cp, "flame", o.files, o.nfiles, o.by, o.sample_index,
-                             CLI_VIEW_INLINE | (o.lines ? CLI_VIEW_LINES : 0));
-  free(o.files);
-  if (rc != CLI_OK) {
-    cli_profile_free(&cp);
+  int rc = cli_load_view(argc, argv, "flame", usage, "olb", 1, CLI_VIEW_INLINE, &o, &cp);
+  if (rc >= 0)
     return rc;
-  }
+  rc = CLI_OK;
   char *outpath = o.out ? NULL : default_output(o.file);
   const char *path = o.out ? o.out : outpath;
   if (path == NULL) {

@@ -92,24 +92,37 @@ int cli_parse_view(int argc, char **argv, const char *cmd, const char *usage, co
   return -1;
 }
 
+int cli_load_view(int argc, char **argv, const char *cmd, const char *usage, const char *allow,
+                  int group, unsigned flags, cli_view_opts *o, cli_profile *cp) {
+  memset(cp, 0, sizeof *cp);
+  int rc = cli_parse_view(argc, argv, cmd, usage, allow, o);
+  if (rc < 0) {
+    rc = cli_profile_load_many(cp, cmd, o->files, o->nfiles, group ? o->by : NULL, o->sample_index,
+                               flags | (o->lines ? CLI_VIEW_LINES : 0));
+    if (rc == CLI_OK)
+      rc = -1;
+    else
+      cli_profile_free(cp);
+  }
+  free(o->files);
+  o->files = NULL; /* o->file still points into argv */
+  return rc;
+}
+
 int cli_cmd_top(int argc, char **argv) {
   cli_view_opts o;
-  int rc = cli_parse_view(argc, argv, "top", top_usage, "nclb", &o);
-  if (rc >= 0) {
-    free(o.files);
-    return rc;
-  }
   cli_profile cp;
-  rc = cli_profile_load_many(&cp, "top", o.files, o.nfiles, NULL, o.sample_index,
-                             o.lines ? CLI_VIEW_LINES : 0);
-  if (rc == CLI_OK && o.by) {
+  int rc = cli_load_view(argc, argv, "top", top_usage, "nclb", 0, 0, &o, &cp);
+  if (rc >= 0)
+    return rc;
+  rc = CLI_OK;
+  if (o.by) {
     if (cli_print_by(stdout, &cp, o.by, (size_t)o.n, 1) != CLI_OK)
       rc = cli_error(CLI_EFAIL, "top", "%s: out of memory", o.file);
-  } else if (rc == CLI_OK && cli_print_top(stdout, &cp, (size_t)o.n, o.cum, 1) != CLI_OK) {
+  } else if (cli_print_top(stdout, &cp, (size_t)o.n, o.cum, 1) != CLI_OK) {
     rc = cli_error(CLI_EFAIL, "top", "%s: out of memory", o.file);
   }
   cli_profile_free(&cp);
-  free(o.files);
   if (rc == CLI_OK && fflush(stdout) != 0)
     rc = cli_error(CLI_EFAIL, "top", "writing the table failed");
   return rc;
@@ -176,19 +189,11 @@ int cli_write_collapse(FILE *out, const cli_profile *cp, uint64_t max_bytes) {
 
 int cli_cmd_collapse(int argc, char **argv) {
   cli_view_opts o;
-  int rc = cli_parse_view(argc, argv, "collapse", collapse_usage, "olb", &o);
-  if (rc >= 0) {
-    free(o.files);
-    return rc;
-  }
   cli_profile cp;
-  rc = cli_profile_load_many(&cp, "collapse", o.files, o.nfiles, o.by, o.sample_index,
-                             o.lines ? CLI_VIEW_LINES : 0);
-  free(o.files);
-  if (rc != CLI_OK) {
-    cli_profile_free(&cp);
+  int rc = cli_load_view(argc, argv, "collapse", collapse_usage, "olb", 1, 0, &o, &cp);
+  if (rc >= 0)
     return rc;
-  }
+  rc = CLI_OK;
   FILE *out = cli_open_output(o.out ? o.out : "-");
   if (out == NULL) {
     rc = cli_error(CLI_EFAIL, "collapse", "%s: cannot write: %s", o.out, strerror(errno));

@@ -26,15 +26,8 @@ static const char usage[] =
     "malformed or of an unknown version.\n";
 
 static char *default_output(const char *in) {
-  size_t n = strlen(in);
-  char *out = malloc(n + 6);
-  if (out == NULL)
-    return NULL;
-  memcpy(out, in, n + 1);
-  if (n > 5 && strcmp(out + n - 5, ".pprt") == 0)
-    out[n - 5] = '\0';
-  strcat(out, ".json");
-  return out;
+  static const char *const exts[] = {".pprt"};
+  return cli_output_name(in, exts, 1, ".json");
 }
 
 /* Several traces into one document; frees files. */

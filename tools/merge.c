@@ -31,50 +31,31 @@ static int push(void ***v, size_t *n, size_t *cap, void *x) {
 }
 #define PUSH(vec, n, cap, x) push((void ***)&(vec), &(n), &(cap), (x))
 
-static uint64_t hash_bytes(const void *data, size_t len, uint64_t h) {
-  const unsigned char *c = data;
-  for (size_t i = 0; i < len; i++)
-    h = (h ^ c[i]) * 1099511628211ull;
-  return h;
-}
-
 typedef struct strtab {
   char **v;
   size_t n, cap;
-  uint32_t *slots; /* index + 1; 0 empty */
-  size_t nslots;
+  cli_slots slots;
 } strtab;
 
-static int strtab_rehash(strtab *t, size_t ns) {
-  uint32_t *slots = calloc(ns, sizeof *slots);
-  if (slots == NULL)
-    return -1;
-  for (size_t i = 0; i < t->n; i++) {
-    size_t j = hash_bytes(t->v[i], strlen(t->v[i]), 1469598103934665603ull) & (ns - 1);
-    while (slots[j])
-      j = (j + 1) & (ns - 1);
-    slots[j] = (uint32_t)i + 1;
-  }
-  free(t->slots);
-  t->slots = slots;
-  t->nslots = ns;
-  return 0;
+static uint64_t hash_string(size_t i, const void *ctx) {
+  const strtab *t = ctx;
+  return cli_hash_bytes(t->v[i], strlen(t->v[i]), CLI_FNV_BASIS);
 }
 
 /* The index of s in the merged table, adding a copy; -1 on out of memory. */
 static int64_t strtab_intern(strtab *t, const char *s) {
-  if ((t->n + 1) * 2 > t->nslots && strtab_rehash(t, t->nslots ? t->nslots * 2 : 1024) != 0)
+  if (cli_slots_reserve(&t->slots, t->n, 1024, 0, hash_string, t) != 0)
     return -1;
-  size_t j = hash_bytes(s, strlen(s), 1469598103934665603ull) & (t->nslots - 1);
-  for (; t->slots[j]; j = (j + 1) & (t->nslots - 1))
-    if (strcmp(t->v[t->slots[j] - 1], s) == 0)
-      return (int64_t)t->slots[j] - 1;
+  size_t j = cli_slots_at(&t->slots, cli_hash_bytes(s, strlen(s), CLI_FNV_BASIS));
+  for (; t->slots.v[j]; j = cli_slots_next(&t->slots, j))
+    if (strcmp(t->v[t->slots.v[j] - 1], s) == 0)
+      return (int64_t)t->slots.v[j] - 1;
   char *copy = strdup(s);
   if (copy == NULL || PUSH(t->v, t->n, t->cap, copy) != 0) {
     free(copy);
     return -1;
   }
-  t->slots[j] = (uint32_t)t->n;
+  t->slots.v[j] = (uint32_t)t->n;
   return (int64_t)t->n - 1;
 }
 
@@ -100,8 +81,7 @@ struct cli_merge {
   size_t nlocs, locs_cap;
   Pprt__Function **fns;
   size_t nfns, fns_cap;
-  uint32_t *fn_slots; /* function index + 1, keyed by its four fields */
-  size_t fn_nslots;
+  cli_slots fn_slots;   /* keyed by a function's four fields */
   int64_t group_key;    /* string index of the label key grouped by; 0 none */
   uint64_t *group_locs; /* by string index of "KEY VALUE": its location id */
   size_t group_len;
@@ -125,7 +105,7 @@ void cli_merge_free(cli_merge *m) {
   for (size_t i = 0; i < m->s.n; i++)
     free(m->s.v[i]);
   free(m->s.v);
-  free(m->s.slots);
+  free(m->s.slots.v);
   free(m->first_path);
   for (size_t i = 0; i < m->ntypes; i++)
     free(m->types[i]);
@@ -155,7 +135,7 @@ void cli_merge_free(cli_merge *m) {
   for (size_t i = 0; i < m->nfns; i++)
     free(m->fns[i]);
   free(m->fns);
-  free(m->fn_slots);
+  free(m->fn_slots.v);
   free(m->group_locs);
   free(m);
 }
@@ -178,14 +158,7 @@ static int cmp_pair(const void *a, const void *b) {
 /* The merged id of an input's id; 0 when it has none (the check made sure
  * every reference resolves). */
 static uint64_t map_id(const idpair *v, size_t n, uint64_t id) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (v[mid].from < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  size_t lo = cli_lower_bound(v, n, sizeof *v, id);
   return lo < n && v[lo].from == id ? v[lo].to : 0;
 }
 
@@ -193,7 +166,7 @@ static uint64_t map_id(const idpair *v, size_t n, uint64_t id) {
 
 static uint64_t fn_hash(const Pprt__Function *f) {
   int64_t k[4] = {f->name, f->system_name, f->filename, f->start_line};
-  return hash_bytes(k, sizeof k, 1469598103934665603ull);
+  return cli_hash_bytes(k, sizeof k, CLI_FNV_BASIS);
 }
 
 static int fn_same(const Pprt__Function *a, const Pprt__Function *b) {
@@ -201,31 +174,20 @@ static int fn_same(const Pprt__Function *a, const Pprt__Function *b) {
          a->start_line == b->start_line;
 }
 
-static int fn_rehash(cli_merge *m, size_t ns) {
-  uint32_t *slots = calloc(ns, sizeof *slots);
-  if (slots == NULL)
-    return -1;
-  for (size_t i = 0; i < m->nfns; i++) {
-    size_t j = fn_hash(m->fns[i]) & (ns - 1);
-    while (slots[j])
-      j = (j + 1) & (ns - 1);
-    slots[j] = (uint32_t)i + 1;
-  }
-  free(m->fn_slots);
-  m->fn_slots = slots;
-  m->fn_nslots = ns;
-  return 0;
+static uint64_t fn_hash_at(size_t i, const void *ctx) {
+  const cli_merge *m = ctx;
+  return fn_hash(m->fns[i]);
 }
 
 /* The merged id of a function with f's fields (merged string indices),
  * added if new; 0 on out of memory. */
 static uint64_t fn_intern(cli_merge *m, const Pprt__Function *f) {
-  if ((m->nfns + 1) * 2 > m->fn_nslots && fn_rehash(m, m->fn_nslots ? m->fn_nslots * 2 : 1024))
+  if (cli_slots_reserve(&m->fn_slots, m->nfns, 1024, 0, fn_hash_at, m) != 0)
     return 0;
-  size_t j = fn_hash(f) & (m->fn_nslots - 1);
-  for (; m->fn_slots[j]; j = (j + 1) & (m->fn_nslots - 1))
-    if (fn_same(m->fns[m->fn_slots[j] - 1], f))
-      return m->fns[m->fn_slots[j] - 1]->id;
+  size_t j = cli_slots_at(&m->fn_slots, fn_hash(f));
+  for (; m->fn_slots.v[j]; j = cli_slots_next(&m->fn_slots, j))
+    if (fn_same(m->fns[m->fn_slots.v[j] - 1], f))
+      return m->fns[m->fn_slots.v[j] - 1]->id;
   Pprt__Function *c = malloc(sizeof *c);
   if (c == NULL)
     return 0;
@@ -235,7 +197,7 @@ static uint64_t fn_intern(cli_merge *m, const Pprt__Function *f) {
     free(c);
     return 0;
   }
-  m->fn_slots[j] = (uint32_t)m->nfns;
+  m->fn_slots.v[j] = (uint32_t)m->nfns;
   return c->id;
 }
 

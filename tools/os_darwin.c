@@ -1,33 +1,13 @@
-/* pprt command helpers for macOS: dyld for its own path, libproc for a
- * running child's CPU time; DYLD_INSERT_LIBRARIES. */
+/* pprt command helpers for macOS: libproc for a running child's CPU time;
+ * DYLD_INSERT_LIBRARIES. */
 #include <libproc.h>
-#include <mach-o/dyld.h>
 #include <mach/mach_time.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
 
 #include "tools/cli.h"
 
 const char cli_os_preload_var[] = "DYLD_INSERT_LIBRARIES";
 const char cli_os_preload_lib[] = "libpprt_preload.dylib";
-
-int cli_os_self_exe(char *buf, size_t len) {
-  char raw[4096];
-  uint32_t size = sizeof raw;
-  if (_NSGetExecutablePath(raw, &size) != 0)
-    return -1;
-  char *real = realpath(raw, NULL);
-  if (real == NULL)
-    return -1;
-  int rc = -1;
-  if (strlen(real) < len) {
-    strcpy(buf, real);
-    rc = 0;
-  }
-  free(real);
-  return rc;
-}
 
 /* rusage_info times are in mach absolute time units (ns on x86_64, not on
  * arm64). */

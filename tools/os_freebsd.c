@@ -1,5 +1,5 @@
-/* pprt command helpers for FreeBSD: sysctl for its own path and a running
- * child's CPU time; LD_PRELOAD. */
+/* pprt command helpers for FreeBSD: sysctl for a running child's CPU time;
+ * LD_PRELOAD. */
 #include <sys/types.h>
 #include <sys/sysctl.h>
 #include <sys/user.h>
@@ -8,14 +8,6 @@
 
 const char cli_os_preload_var[] = "LD_PRELOAD";
 const char cli_os_preload_lib[] = "libpprt_preload.so";
-
-int cli_os_self_exe(char *buf, size_t len) {
-  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PATHNAME, -1};
-  size_t size = len;
-  if (sysctl(mib, 4, buf, &size, NULL, 0) != 0 || size == 0)
-    return -1;
-  return 0;
-}
 
 int64_t cli_os_child_cpu_ns(int pid) {
   int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, pid};

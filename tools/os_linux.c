@@ -1,5 +1,5 @@
-/* pprt command helpers for Linux: /proc for its own path and a running
- * child's CPU time; LD_PRELOAD. */
+/* pprt command helpers for Linux: /proc for a running child's CPU time;
+ * LD_PRELOAD. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -8,14 +8,6 @@
 
 const char cli_os_preload_var[] = "LD_PRELOAD";
 const char cli_os_preload_lib[] = "libpprt_preload.so";
-
-int cli_os_self_exe(char *buf, size_t len) {
-  ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-  if (n <= 0 || (size_t)n >= len - 1)
-    return -1;
-  buf[n] = '\0';
-  return 0;
-}
 
 /* utime and stime, fields 14 and 15 of /proc/PID/stat, in clock ticks;
  * the command name before them may hold spaces and parentheses, so fields

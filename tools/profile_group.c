@@ -2,7 +2,7 @@
  * of `pprt top`, `flame` and `collapse` that read process trees (the
  * labels core/process.h puts on every sample: pid, process, ppid).
  *
- * Divisions: decoding a file; loading several as one; the --by table. */
+ * Divisions: loading several as one; the --by table. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,30 +10,6 @@
 #include "core/profile.h"
 #include "tools/cli.h"
 #include "tools/merge.h"
-
-/* ---- decoding ------------------------------------------------------------------------ */
-
-int cli_profile_decode_file(const char *cmd, const char *path, Pprt__Profile **out) {
-  *out = NULL;
-  uint8_t *data;
-  size_t len;
-  char err[256];
-  int rc = cli_read_file(path, PPRT__PROFILE_MAX_BYTES, &data, &len, err, sizeof err);
-  if (rc != CLI_OK)
-    return cli_error(rc, cmd, "%s: %s", path, err);
-  int drc = pprt__profile_decode(data, len, out, err, sizeof err);
-  free(data);
-  if (drc == -ENOMEM)
-    return cli_error(CLI_EFAIL, cmd, "%s: out of memory decoding it", path);
-  if (drc != 0)
-    return cli_error(CLI_EINPUT, cmd, "%s: %s", path, err);
-  if ((*out)->n_sample_type == 0) {
-    pprt__profile_decoded_free(*out);
-    *out = NULL;
-    return cli_error(CLI_EINPUT, cmd, "%s: the profile has no sample types", path);
-  }
-  return CLI_OK;
-}
 
 /* ---- several as one ------------------------------------------------------------------ */
 

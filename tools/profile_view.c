@@ -31,39 +31,27 @@ typedef struct names {
   char **v;
   char **where; /* per name: "file:line", or NULL */
   size_t n, cap;
-  uint32_t *slots; /* index + 1, 0 empty */
-  size_t nslots;
+  cli_slots slots;
 } names;
 
 static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
+  return cli_hash_bytes(s, strlen(s), CLI_FNV_BASIS);
+}
+
+static uint64_t hash_name(size_t i, const void *ctx) {
+  const names *t = ctx;
+  return hash_str(t->v[i]);
 }
 
 /* Returns the index of s, adding a copy; -1 on out of memory. */
 static long names_intern(names *t, const char *s) {
-  if ((t->n + 1) * 2 > t->nslots) {
-    size_t ns = t->nslots ? t->nslots * 2 : 1024;
-    uint32_t *slots = calloc(ns, sizeof *slots);
-    if (slots == NULL)
-      return -1;
-    for (size_t i = 0; i < t->n; i++) {
-      size_t j = hash_str(t->v[i]) & (ns - 1);
-      while (slots[j])
-        j = (j + 1) & (ns - 1);
-      slots[j] = (uint32_t)i + 1;
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->nslots = ns;
-  }
-  size_t j = hash_str(s) & (t->nslots - 1);
-  while (t->slots[j]) {
-    if (strcmp(t->v[t->slots[j] - 1], s) == 0)
-      return (long)t->slots[j] - 1;
-    j = (j + 1) & (t->nslots - 1);
+  if (cli_slots_reserve(&t->slots, t->n, 1024, 0, hash_name, t) != 0)
+    return -1;
+  size_t j = cli_slots_at(&t->slots, hash_str(s));
+  while (t->slots.v[j]) {
+    if (strcmp(t->v[t->slots.v[j] - 1], s) == 0)
+      return (long)t->slots.v[j] - 1;
+    j = cli_slots_next(&t->slots, j);
   }
   if (t->n == t->cap) {
     size_t nc = t->cap ? t->cap * 2 : 256;
@@ -86,7 +74,7 @@ static long names_intern(names *t, const char *s) {
     if (*c == ';' || *c == '\n' || *c == '\r')
       *c = ':';
   t->v[t->n] = copy;
-  t->slots[j] = (uint32_t)t->n + 1;
+  t->slots.v[j] = (uint32_t)t->n + 1;
   return (long)t->n++;
 }
 
@@ -116,14 +104,7 @@ static id_index *index_ids(size_t n, uint64_t (*id_of)(const Pprt__Profile *, si
 }
 
 static long find_id(const id_index *v, size_t n, uint64_t id) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (v[mid].id < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  size_t lo = cli_lower_bound(v, n, sizeof *v, id);
   return lo < n && v[lo].id == id ? (long)v[lo].index : -1;
 }
 
@@ -192,34 +173,60 @@ typedef struct name_memo {
   int64_t line;
 } name_memo;
 
-int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, const char *type,
-                     unsigned flags) {
-  memset(cp, 0, sizeof *cp);
+int cli_profile_decode_file(const char *cmd, const char *path, Pprt__Profile **out) {
+  *out = NULL;
   uint8_t *data;
   size_t len;
   char err[256];
   int rc = cli_read_file(path, PPRT__PROFILE_MAX_BYTES, &data, &len, err, sizeof err);
   if (rc != CLI_OK)
     return cli_error(rc, cmd, "%s: %s", path, err);
-  rc = cli_profile_load_mem(cp, cmd, path, data, len, type, flags);
+  rc = cli_profile_decode_mem(cmd, path, data, len, out);
   free(data);
   return rc;
+}
+
+int cli_profile_decode_mem(const char *cmd, const char *path, const uint8_t *data, size_t len,
+                           Pprt__Profile **out) {
+  *out = NULL;
+  char err[256];
+  int drc = pprt__profile_decode(data, len, out, err, sizeof err);
+  if (drc == -ENOMEM)
+    return cli_error(CLI_EFAIL, cmd, "%s: out of memory decoding it", path);
+  if (drc != 0)
+    return cli_error(CLI_EINPUT, cmd, "%s: %s", path, err);
+  if ((*out)->n_sample_type == 0) {
+    pprt__profile_decoded_free(*out);
+    *out = NULL;
+    return cli_error(CLI_EINPUT, cmd, "%s: the profile has no sample types", path);
+  }
+  return CLI_OK;
+}
+
+static int load_decoded(cli_profile *cp, const char *cmd, const char *path, const char *type,
+                        unsigned flags);
+
+int cli_profile_load(cli_profile *cp, const char *cmd, const char *path, const char *type,
+                     unsigned flags) {
+  memset(cp, 0, sizeof *cp);
+  int rc = cli_profile_decode_file(cmd, path, &cp->p);
+  return rc != CLI_OK ? rc : load_decoded(cp, cmd, path, type, flags);
 }
 
 int cli_profile_load_mem(cli_profile *cp, const char *cmd, const char *path, const uint8_t *data,
                          size_t len, const char *type, unsigned flags) {
   memset(cp, 0, sizeof *cp);
+  int rc = cli_profile_decode_mem(cmd, path, data, len, &cp->p);
+  return rc != CLI_OK ? rc : load_decoded(cp, cmd, path, type, flags);
+}
+
+/* Names the frames of the profile decoded into cp->p and selects the
+ * value to show. */
+static int load_decoded(cli_profile *cp, const char *cmd, const char *path, const char *type,
+                        unsigned flags) {
   cp->path = path;
   cp->max_frames = CLI_VIEW_MAX_FRAMES;
-  char err[256];
-  int drc = pprt__profile_decode(data, len, &cp->p, err, sizeof err);
-  if (drc == -ENOMEM)
-    return cli_error(CLI_EFAIL, cmd, "%s: out of memory decoding it", path);
-  if (drc != 0)
-    return cli_error(CLI_EINPUT, cmd, "%s: %s", path, err);
   const Pprt__Profile *p = cp->p;
-  if (p->n_sample_type == 0)
-    return cli_error(CLI_EINPUT, cmd, "%s: the profile has no sample types", path);
 
   id_index *fns = index_ids(p->n_function, fn_id, p);
   id_index *maps = index_ids(p->n_mapping, map_id, p);
@@ -233,12 +240,14 @@ int cli_profile_load_mem(cli_profile *cp, const char *cmd, const char *path, con
   cp->loc_first = malloc((p->n_location + 1) * sizeof *cp->loc_first);
   cp->loc_count = malloc((p->n_location + 1) * sizeof *cp->loc_count);
   cp->frames = malloc((nframes + 1) * sizeof *cp->frames);
+  name_memo *fn_memo = NULL;
+  int oom = 1; /* until the loop below is done */
   if (!fns || !maps || !locs || !cp->loc_first || !cp->loc_count || !cp->frames)
-    goto oom;
+    goto out;
   /* Two per function: as an outer frame and as an inlined one. */
-  name_memo *fn_memo = malloc((2 * p->n_function + 1) * sizeof *fn_memo);
+  fn_memo = malloc((2 * p->n_function + 1) * sizeof *fn_memo);
   if (fn_memo == NULL)
-    goto oom;
+    goto out;
   for (size_t i = 0; i < 2 * p->n_function; i++)
     fn_memo[i] = (name_memo){-1, 0, 0};
   size_t k = 0;
@@ -273,32 +282,26 @@ int cli_profile_load_mem(cli_profile *cp, const char *cmd, const char *path, con
         }
         *m = (name_memo){frame_name(&nm, name, file, line, inl, flags), f, line};
         if (m->id < 0)
-          goto oom_memo;
+          goto out;
       }
       cp->frames[k++] = (uint32_t)m->id;
     }
     cp->loc_count[i] = (uint32_t)(k - cp->loc_first[i]);
   }
+  oom = 0;
+out:
   free(fn_memo);
   free(fns);
   free(maps);
-  free(nm.slots);
+  free(nm.slots.v);
   cp->names = nm.v;
   cp->where = nm.where;
   cp->nnames = nm.n;
+  if (oom)
+    return cli_error(CLI_EFAIL, cmd, "%s: out of memory", path);
   /* The bounds are checked on the type asked for only: another may have
    * nonzero values on stacks this one leaves out. */
   return cli_profile_select(cp, cmd, type);
-oom_memo:
-  free(fn_memo);
-oom:
-  free(fns);
-  free(maps);
-  free(nm.slots);
-  cp->names = nm.v;
-  cp->where = nm.where;
-  cp->nnames = nm.n;
-  return cli_error(CLI_EFAIL, cmd, "%s: out of memory", path);
 }
 
 /* The views' bounds (cli.h), checked before anything is expanded: this

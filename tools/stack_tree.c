@@ -18,40 +18,32 @@
  * the table uses. (A bare multiply left them to the name alone, so a deep
  * chain of one name, as in a recursion, probed one run of slots: a profile
  * of 8192 samples 4096 frames deep took a minute.) */
-static size_t slot_of(const cli_tree *t, uint32_t parent, uint32_t name) {
+static uint64_t hash_edge(uint32_t parent, uint32_t name) {
   uint64_t h = (uint64_t)parent << 32 | name;
   h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
   h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
-  h ^= h >> 31;
-  return (size_t)h & (t->nslots - 1);
+  return h ^ (h >> 31);
 }
 
-static int grow_slots(cli_tree *t) {
-  size_t ns = t->nslots ? t->nslots * 2 : 4096;
-  uint32_t *slots = calloc(ns, sizeof *slots);
-  if (slots == NULL)
-    return -ENOMEM;
-  free(t->slots);
-  t->slots = slots;
-  t->nslots = ns;
-  for (size_t i = 1; i < t->n; i++) {
-    size_t j = slot_of(t, t->v[i].parent, t->v[i].name);
-    while (t->slots[j])
-      j = (j + 1) & (ns - 1);
-    t->slots[j] = (uint32_t)i + 1;
-  }
-  return 0;
+static uint64_t hash_node(size_t i, const void *ctx) {
+  const cli_tree *t = ctx;
+  return hash_edge(t->v[i].parent, t->v[i].name);
+}
+
+/* Room for one more node; the root (node 0) is not indexed. */
+static int reserve_slot(cli_tree *t) {
+  return cli_slots_reserve(&t->slots, t->n, 4096, 1, hash_node, t) != 0 ? -ENOMEM : 0;
 }
 
 /* The child of parent called name, created if new; UINT32_MAX on OOM. */
 static uint32_t child(cli_tree *t, uint32_t parent, uint32_t name) {
-  if ((t->n + 1) * 2 > t->nslots && grow_slots(t) != 0)
+  if (reserve_slot(t) != 0)
     return UINT32_MAX;
-  size_t j = slot_of(t, parent, name);
-  for (; t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
-    const cli_tree_node *c = &t->v[t->slots[j] - 1];
+  size_t j = cli_slots_at(&t->slots, hash_edge(parent, name));
+  for (; t->slots.v[j]; j = cli_slots_next(&t->slots, j)) {
+    const cli_tree_node *c = &t->v[t->slots.v[j] - 1];
     if (c->parent == parent && c->name == name)
-      return t->slots[j] - 1;
+      return t->slots.v[j] - 1;
   }
   if (t->n == t->cap) {
     size_t nc = t->cap * 2;
@@ -63,7 +55,7 @@ static uint32_t child(cli_tree *t, uint32_t parent, uint32_t name) {
   }
   uint32_t id = (uint32_t)t->n++;
   t->v[id] = (cli_tree_node){name, parent, 0, 0};
-  t->slots[j] = id + 1;
+  t->slots.v[j] = id + 1;
   return id;
 }
 
@@ -90,7 +82,7 @@ int cli_tree_build(cli_tree *t, const cli_profile *cp) {
     return -ENOMEM;
   t->v[0] = (cli_tree_node){0, UINT32_MAX, 0, 0};
   t->n = 1;
-  if (grow_slots(t) != 0)
+  if (reserve_slot(t) != 0)
     return -ENOMEM;
   int rc = cli_profile_stacks(cp, tree_add, t);
   return rc < 0 ? rc : rc != 0 ? -ENOMEM : 0;
@@ -98,7 +90,7 @@ int cli_tree_build(cli_tree *t, const cli_profile *cp) {
 
 void cli_tree_free(cli_tree *t) {
   free(t->v);
-  free(t->slots);
+  free(t->slots.v);
   free(t->kids);
   free(t->kid_at);
   memset(t, 0, sizeof *t);

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/parse.h"
+#include "core/platform.h"
 #include "tools/cli.h"
 
 int cli_errors_silent;
@@ -113,13 +115,67 @@ FILE *cli_create_new(const char *path) {
 }
 
 int cli_parse_long(const char *s, long long lo, long long hi, long long *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end != '\0' || v < lo || v > hi)
+  return pprt__parse_int(s, lo, hi, out) == 0 ? 0 : -1;
+}
+
+uint64_t cli_hash_bytes(const void *data, size_t len, uint64_t h) {
+  const unsigned char *c = data;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ c[i]) * 1099511628211ull;
+  return h;
+}
+
+size_t cli_lower_bound(const void *v, size_t n, size_t stride, uint64_t key) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    uint64_t at;
+    memcpy(&at, (const char *)v + mid * stride, sizeof at);
+    if (at < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+int cli_slots_reserve(cli_slots *s, size_t count, size_t first, size_t from,
+                      uint64_t (*hash)(size_t i, const void *ctx), const void *ctx) {
+  if ((count + 1) * 2 <= s->n)
+    return 0;
+  cli_slots grown = {calloc(s->n ? s->n * 2 : first, sizeof *grown.v), s->n ? s->n * 2 : first};
+  if (grown.v == NULL)
     return -1;
-  *out = v;
+  for (size_t i = from; i < count; i++) {
+    size_t j = cli_slots_at(&grown, hash(i, ctx));
+    while (grown.v[j])
+      j = cli_slots_next(&grown, j);
+    grown.v[j] = (uint32_t)i + 1;
+  }
+  free(s->v);
+  *s = grown;
   return 0;
+}
+
+char *cli_output_name(const char *in, const char *const *exts, size_t nexts, const char *ext) {
+  size_t n = strlen(in), e = strlen(ext);
+  char *out = malloc(n + e + 1);
+  if (out == NULL)
+    return NULL;
+  memcpy(out, in, n + 1);
+  for (size_t i = 0; i < nexts; i++) {
+    size_t x = strlen(exts[i]);
+    if (n > x && strcmp(out + n - x, exts[i]) == 0) {
+      n -= x;
+      break;
+    }
+  }
+  memcpy(out + n, ext, e + 1);
+  return out;
+}
+
+int cli_os_self_exe(char *buf, size_t len) {
+  return pprt__os_exe_path(buf, len) == 0 ? 0 : -1;
 }
 
 const char *cli_option_value(int argc, char **argv, int *i, const char *name, int *missing) {

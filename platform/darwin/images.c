@@ -33,17 +33,27 @@ const struct load_command *pprt__macho_next_command(const struct mach_header_64 
   return lc;
 }
 
+const struct segment_command_64 *pprt__macho_next_code(const struct mach_header_64 *header,
+                                                       const struct segment_command_64 *prev) {
+  for (const struct load_command *lc =
+           pprt__macho_next_command(header, (const struct load_command *)prev);
+       lc; lc = pprt__macho_next_command(header, lc)) {
+    if (lc->cmd != LC_SEGMENT_64 || lc->cmdsize < sizeof(struct segment_command_64))
+      continue;
+    const struct segment_command_64 *seg = (const struct segment_command_64 *)lc;
+    if ((seg->initprot & VM_PROT_EXECUTE) && seg->vmsize != 0)
+      return seg;
+  }
+  return NULL;
+}
+
 static char *image_path(const char *name, int is_main) {
   char buf[PATH_MAX];
   if (name != NULL && realpath(name, buf) != NULL)
     return strdup(buf);
-  if (is_main) {
-    /* dyld's name for the main executable can be the relative argv path. */
-    char exe[PATH_MAX];
-    uint32_t size = sizeof exe;
-    if (_NSGetExecutablePath(exe, &size) == 0 && realpath(exe, buf) != NULL)
-      return strdup(buf);
-  }
+  /* dyld's name for the main executable can be the relative argv path. */
+  if (is_main && pprt__os_exe_path(buf, sizeof buf) == 0)
+    return strdup(buf);
   return strdup(name != NULL && name[0] != '\0' ? name : "[unknown]");
 }
 
@@ -102,13 +112,8 @@ void pprt__macho_snapshot_free(pprt__macho_snapshot *snap) {
 
 static int image_segments(const pprt__macho_image *mi,
                           int (*fn)(const pprt__os_image *img, void *ctx), void *ctx) {
-  for (const struct load_command *lc = pprt__macho_next_command(mi->header, NULL); lc;
-       lc = pprt__macho_next_command(mi->header, lc)) {
-    if (lc->cmd != LC_SEGMENT_64 || lc->cmdsize < sizeof(struct segment_command_64))
-      continue;
-    const struct segment_command_64 *seg = (const struct segment_command_64 *)lc;
-    if (!(seg->initprot & VM_PROT_EXECUTE) || seg->vmsize == 0)
-      continue;
+  for (const struct segment_command_64 *seg = pprt__macho_next_code(mi->header, NULL); seg;
+       seg = pprt__macho_next_code(mi->header, seg)) {
     pprt__os_image img = {
         .path = mi->path,
         .start = (uintptr_t)seg->vmaddr + (uintptr_t)mi->slide,

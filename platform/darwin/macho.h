@@ -35,4 +35,10 @@ void pprt__macho_snapshot_free(pprt__macho_snapshot *snap);
 const struct load_command *pprt__macho_next_command(const struct mach_header_64 *header,
                                                     const struct load_command *prev);
 
+/* The executable, nonempty segment after prev (the first when prev is
+ * NULL), or NULL: an image's code, as the image list and the symbolizer
+ * see it. */
+const struct segment_command_64 *pprt__macho_next_code(const struct mach_header_64 *header,
+                                                       const struct segment_command_64 *prev);
+
 #endif /* PPRT_PLATFORM_DARWIN_MACHO_H */

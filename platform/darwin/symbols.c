@@ -1,15 +1,14 @@
-/* In-process symbolization of Mach-O images (Darwin): the symbolizer of
- * core/platform.h.
+/* In-process symbolization of Mach-O images (Darwin): the Mach-O reader
+ * behind the symbolizer shell of platform/posix/symbolizer.h.
  *
  * An image's symbols are read in place from its LC_SYMTAB nlist entries in
  * __LINKEDIT, the first time an address falls in the image. nlist has no
  * sizes: a function ends at the next symbol, the next entry of
  * LC_FUNCTION_STARTS (which also knows the stripped functions a symbol
  * table lacks, so their addresses are not given to the function before
- * them) or the end of its section. dladdr is the fallback for an image
+ * them) or the end of its section. The shell asks dladdr for an image
  * whose table cannot be read.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <mach-o/dyld.h>
 #include <mach-o/nlist.h>
@@ -18,6 +17,7 @@
 
 #include "core/platform.h"
 #include "platform/darwin/macho.h"
+#include "platform/posix/symbolizer.h"
 
 typedef struct sym {
   uintptr_t addr;
@@ -26,27 +26,11 @@ typedef struct sym {
   int rank; /* 0 external, 1 private: the preferred alias first */
 } sym;
 
-enum { IMAGE_UNREAD, IMAGE_TABLE, IMAGE_DLADDR };
-
-typedef struct sym_image {
+/* One image from dyld's list and, once read, its function symbols. */
+struct pprt__sym_image {
   pprt__macho_image mi;
-  int state;
-  int live;
   sym *sym;
   size_t nsym;
-} sym_image;
-
-typedef struct sym_range {
-  uintptr_t start, limit;
-  size_t image;
-} sym_range;
-
-struct pprt__os_symbolizer {
-  sym_image *img; /* every image seen: names stay valid until close */
-  size_t nimg, img_cap;
-  sym_range *range; /* executable segments of live images, sorted */
-  size_t nrange;
-  uint32_t dyld_count;
 };
 
 /* ---- reading an image's tables ---------------------------------------------------- */
@@ -151,56 +135,36 @@ static size_t function_starts(const pprt__macho_image *mi, const image_layout *l
   return n;
 }
 
-static int count_underscores(const char *s) {
-  int n = 0;
-  while (s[n] == '_')
-    n++;
-  return n;
-}
-
 static int sym_order(const void *pa, const void *pb) {
   const sym *a = pa, *b = pb;
   if (a->addr != b->addr)
     return a->addr < b->addr ? -1 : 1;
-  if (a->rank != b->rank)
-    return a->rank - b->rank;
-  int ua = count_underscores(a->name), ub = count_underscores(b->name);
-  if (ua != ub)
-    return ua - ub;
-  return strcmp(a->name, b->name);
+  return pprt__sym_alias_order(a->rank, a->name, b->rank, b->name, 0);
 }
 
 /* The first start above addr, or UINTPTR_MAX. */
 static uintptr_t next_start(const uintptr_t *starts, size_t n, uintptr_t addr) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (starts[mid] <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  size_t lo = pprt__sym_at_or_below(starts, n, sizeof *starts, addr);
   return lo < n ? starts[lo] : UINTPTR_MAX;
 }
 
-static void image_read(sym_image *img) {
+int pprt__sym_image_read(pprt__sym_image *img) {
   const pprt__macho_image *mi = &img->mi;
   image_layout l;
   image_layout_of(mi, &l);
   section_range sect[255];
   size_t nsect = image_sections(mi, sect);
-  img->state = IMAGE_DLADDR;
   if (l.symtab == NULL)
-    return;
+    return 0;
   const uint8_t *syms =
       linkedit_ptr(mi, &l, l.symtab->symoff, (uint64_t)l.symtab->nsyms * sizeof(struct nlist_64));
   const char *strs = (const char *)linkedit_ptr(mi, &l, l.symtab->stroff, l.symtab->strsize);
   if (syms == NULL || strs == NULL || l.symtab->nsyms == 0)
-    return;
+    return 0;
   size_t strsize = l.symtab->strsize;
   sym *tab = malloc(l.symtab->nsyms * sizeof *tab);
   if (tab == NULL)
-    return;
+    return 0;
   size_t n = 0;
   for (uint32_t i = 0; i < l.symtab->nsyms; i++) {
     struct nlist_64 nl;
@@ -241,164 +205,63 @@ static void image_read(sym_image *img) {
   free(starts);
   img->sym = tab;
   img->nsym = out;
-  img->state = out > 0 ? IMAGE_TABLE : IMAGE_DLADDR;
+  return out > 0;
 }
 
-static const sym *image_lookup(const sym_image *img, uintptr_t addr) {
-  size_t lo = 0, hi = img->nsym;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (img->sym[mid].addr <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+const char *pprt__sym_image_lookup(const pprt__sym_image *img, uintptr_t addr, uintptr_t seg_start,
+                                   uintptr_t *func) {
+  (void)seg_start; /* every symbol's end is known */
+  size_t lo = pprt__sym_at_or_below(img->sym, img->nsym, sizeof *img->sym, addr);
   if (lo == 0 || addr >= img->sym[lo - 1].end)
     return NULL;
-  return &img->sym[lo - 1];
+  *func = img->sym[lo - 1].addr;
+  return img->sym[lo - 1].name;
 }
 
-/* ---- the symbolizer ---------------------------------------------------------------- */
+/* ---- the images the symbolizer reads (platform/posix/symbolizer.h) ------------- */
 
-static int range_order(const void *pa, const void *pb) {
-  const sym_range *a = pa, *b = pb;
-  return a->start < b->start ? -1 : a->start > b->start;
-}
-
-static int build_ranges(pprt__os_symbolizer *s) {
-  size_t n = 0, cap = 16;
-  sym_range *r = malloc(cap * sizeof *r);
-  if (r == NULL)
-    return -ENOMEM;
-  for (size_t i = 0; i < s->nimg; i++) {
-    const pprt__macho_image *mi = &s->img[i].mi;
-    for (const struct load_command *lc = pprt__macho_next_command(mi->header, NULL);
-         s->img[i].live && lc; lc = pprt__macho_next_command(mi->header, lc)) {
-      if (lc->cmd != LC_SEGMENT_64 || lc->cmdsize < sizeof(struct segment_command_64))
-        continue;
-      const struct segment_command_64 *seg = (const struct segment_command_64 *)lc;
-      if (!(seg->initprot & VM_PROT_EXECUTE) || seg->vmsize == 0)
-        continue;
-      if (n == cap) {
-        sym_range *grown = realloc(r, 2 * cap * sizeof *r);
-        if (grown == NULL) {
-          free(r);
-          return -ENOMEM;
-        }
-        r = grown;
-        cap *= 2;
-      }
-      uintptr_t start = (uintptr_t)seg->vmaddr + (uintptr_t)mi->slide;
-      r[n++] = (sym_range){start, start + (uintptr_t)seg->vmsize, i};
-    }
-  }
-  qsort(r, n, sizeof *r, range_order);
-  free(s->range);
-  s->range = r;
-  s->nrange = n;
-  return 0;
-}
-
-/* Brings the image list up to date; consumes snap. */
-static int merge_snapshot(pprt__os_symbolizer *s, pprt__macho_snapshot *snap) {
-  for (size_t i = 0; i < s->nimg; i++)
-    s->img[i].live = 0;
-  int rc = 0;
-  for (size_t k = 0; k < snap->n; k++) {
-    pprt__macho_image *mi = &snap->img[k];
-    size_t i = 0;
-    while (i < s->nimg && s->img[i].mi.header != mi->header)
-      i++;
-    if (i < s->nimg) {
-      s->img[i].live = 1;
-      continue;
-    }
-    if (s->nimg == s->img_cap) {
-      size_t cap = s->img_cap ? 2 * s->img_cap : 64;
-      sym_image *grown = realloc(s->img, cap * sizeof *grown);
-      if (grown == NULL) {
-        rc = -ENOMEM;
-        break;
-      }
-      s->img = grown;
-      s->img_cap = cap;
-    }
-    s->img[s->nimg++] = (sym_image){.mi = *mi, .live = 1};
-    mi->path = NULL; /* moved */
-  }
-  s->dyld_count = snap->dyld_count;
-  pprt__macho_snapshot_free(snap);
-  return rc != 0 ? rc : build_ranges(s);
-}
-
-int pprt__os_symbolizer_open(pprt__os_symbolizer **out) {
-  pprt__os_symbolizer *s = calloc(1, sizeof *s);
-  if (s == NULL)
-    return -ENOMEM;
+int pprt__sym_snapshot_take(pprt__sym_snapshot *out) {
   pprt__macho_snapshot snap;
   int rc = pprt__macho_snapshot_take(&snap);
-  if (rc == 0)
-    rc = merge_snapshot(s, &snap);
-  if (rc != 0) {
-    pprt__os_symbolizer_close(s);
-    return rc;
+  for (size_t k = 0; rc == 0 && k < snap.n; k++) {
+    pprt__sym_image *img = calloc(1, sizeof *img);
+    rc = img == NULL ? -ENOMEM : pprt__sym_snapshot_add(out, img);
+    if (rc == 0) {
+      img->mi = snap.img[k];
+      snap.img[k].path = NULL; /* moved */
+    }
   }
-  *out = s;
+  out->generation = snap.dyld_count;
+  pprt__macho_snapshot_free(&snap);
+  return rc;
+}
+
+/* dyld's image count: it grows with every dlopen that loads an image. */
+uint64_t pprt__sym_generation(void) {
+  return _dyld_image_count();
+}
+
+int pprt__sym_image_same(const pprt__sym_image *a, const pprt__sym_image *b) {
+  return a->mi.header == b->mi.header;
+}
+
+int pprt__sym_image_ranges(const pprt__sym_image *img,
+                           int (*fn)(uintptr_t start, uintptr_t limit, void *ctx), void *ctx) {
+  const pprt__macho_image *mi = &img->mi;
+  for (const struct segment_command_64 *seg = pprt__macho_next_code(mi->header, NULL); seg;
+       seg = pprt__macho_next_code(mi->header, seg)) {
+    uintptr_t start = (uintptr_t)seg->vmaddr + (uintptr_t)mi->slide;
+    int rc = fn(start, start + (uintptr_t)seg->vmsize, ctx);
+    if (rc != 0)
+      return rc;
+  }
   return 0;
 }
 
-static const sym_range *find_range(const pprt__os_symbolizer *s, uintptr_t addr) {
-  size_t lo = 0, hi = s->nrange;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (s->range[mid].start <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo == 0 || addr >= s->range[lo - 1].limit)
-    return NULL;
-  return &s->range[lo - 1];
-}
-
-int pprt__os_symbolize(pprt__os_symbolizer *s, uintptr_t addr, const char **name,
-                       uintptr_t *offset) {
-  const sym_range *r = find_range(s, addr);
-  if (r == NULL && _dyld_image_count() != s->dyld_count) {
-    pprt__macho_snapshot snap;
-    if (pprt__macho_snapshot_take(&snap) == 0 && merge_snapshot(s, &snap) == 0)
-      r = find_range(s, addr);
-  }
-  if (r == NULL)
-    return -ENOENT;
-  sym_image *img = &s->img[r->image];
-  if (img->state == IMAGE_UNREAD)
-    image_read(img);
-  if (img->state == IMAGE_TABLE) {
-    const sym *found = image_lookup(img, addr);
-    if (found == NULL)
-      return -ENOENT;
-    *name = found->name;
-    *offset = addr - found->addr;
-    return 0;
-  }
-  Dl_info info;
-  if (dladdr((const void *)addr, &info) == 0 || info.dli_sname == NULL || info.dli_saddr == NULL ||
-      (uintptr_t)info.dli_saddr > addr || (uintptr_t)info.dli_saddr < r->start)
-    return -ENOENT;
-  *name = info.dli_sname;
-  *offset = addr - (uintptr_t)info.dli_saddr;
-  return 0;
-}
-
-void pprt__os_symbolizer_close(pprt__os_symbolizer *s) {
-  if (s == NULL)
+void pprt__sym_image_free(pprt__sym_image *img) {
+  if (img == NULL)
     return;
-  for (size_t i = 0; i < s->nimg; i++) {
-    free(s->img[i].sym);
-    free(s->img[i].mi.path);
-  }
-  free(s->img);
-  free(s->range);
-  free(s);
+  free(img->sym);
+  free(img->mi.path);
+  free(img);
 }

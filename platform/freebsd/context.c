@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "core/platform.h"
-#include "platform/posix/readable_windows.h"
+#include "platform/posix/readable_probe.h"
 
 int pprt__os_context_regs(const void *ucontext, pprt__os_regs *regs) {
   const mcontext_t *mc = &((const ucontext_t *)ucontext)->uc_mcontext;
@@ -57,5 +57,5 @@ static int sigmask_faults(uintptr_t p) {
 }
 
 int pprt__os_readable(uintptr_t addr) {
-  return pprt__readable_by_windows(addr, sizeof(sigset_t), sigmask_faults);
+  return pprt__readable_by_probe(addr, sizeof(sigset_t), sigmask_faults);
 }

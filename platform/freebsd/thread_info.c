@@ -54,48 +54,45 @@ int pprt__os_thread_each(int (*fn)(uint64_t tid, void *ctx), void *ctx) {
   return r;
 }
 
-int pprt__os_thread_name(uint64_t tid, char *buf, size_t len) {
-  if (len == 0)
-    return -EINVAL;
+/* Copies thread tid's kinfo_proc out of a new snapshot into *out. Errors:
+ * -ESRCH (no such thread), thread_snapshot's. */
+static int thread_find(uint64_t tid, struct kinfo_proc *out) {
   struct kinfo_proc *kp;
   size_t n;
   int r = thread_snapshot(&kp, &n);
   if (r != 0)
     return r;
   r = -ESRCH;
-  for (size_t i = 0; i < n; i++) {
-    if ((uint64_t)kp[i].ki_tid != tid)
-      continue;
-    /* Names longer than ki_tdname continue in ki_moretdname (FreeBSD 12+);
-     * a thread never named shows the process's command, as ps -H does. */
-    if (kp[i].ki_tdname[0] != '\0')
-      snprintf(buf, len, "%s%s", kp[i].ki_tdname, kp[i].ki_moretdname);
-    else
-      snprintf(buf, len, "%s", kp[i].ki_comm);
-    r = 0;
-    break;
-  }
+  for (size_t i = 0; i < n && r != 0; i++)
+    if ((uint64_t)kp[i].ki_tid == tid) {
+      *out = kp[i];
+      r = 0;
+    }
   free(kp);
   return r;
 }
 
-int pprt__os_thread_blocks(uint64_t tid, int sig, int *blocked) {
-  if (sig < 1 || sig > _SIG_MAXSIG)
-    return -EINVAL;
-  struct kinfo_proc *kp;
-  size_t n;
-  int r = thread_snapshot(&kp, &n);
+int pprt__os_thread_name(uint64_t tid, char *buf, size_t len) {
+  struct kinfo_proc kp;
+  int r = len == 0 ? -EINVAL : thread_find(tid, &kp);
   if (r != 0)
     return r;
-  r = -ESRCH;
-  for (size_t i = 0; i < n; i++)
-    if ((uint64_t)kp[i].ki_tid == tid) {
-      *blocked = sigismember(&kp[i].ki_sigmask, sig) == 1;
-      r = 0;
-      break;
-    }
-  free(kp);
-  return r;
+  /* Names longer than ki_tdname continue in ki_moretdname (FreeBSD 12+); a
+   * thread never named shows the process's command, as ps -H does. */
+  if (kp.ki_tdname[0] != '\0')
+    snprintf(buf, len, "%s%s", kp.ki_tdname, kp.ki_moretdname);
+  else
+    snprintf(buf, len, "%s", kp.ki_comm);
+  return 0;
+}
+
+int pprt__os_thread_blocks(uint64_t tid, int sig, int *blocked) {
+  struct kinfo_proc kp;
+  int r = sig < 1 || sig > _SIG_MAXSIG ? -EINVAL : thread_find(tid, &kp);
+  if (r != 0)
+    return r;
+  *blocked = sigismember(&kp.ki_sigmask, sig) == 1;
+  return 0;
 }
 
 int pprt__os_thread_cpu_ns(uint64_t tid, uint64_t *ns) {

@@ -181,19 +181,13 @@ int pprt__os_signal_install(int sig, pprt__os_handler fn, pprt__os_sigsave *save
 }
 
 int pprt__os_signal_restore(int sig, pprt__os_sigsave *save) {
-  if (!save->installed)
-    return 0; /* nothing of pprt's to take away */
+  /* An adopted action is the program's own call, made while pprt's handler
+   * was installed, and is made now: libc adds the restorer its handlers
+   * need (x86_64 has no default one; i386's depends on SA_SIGINFO). */
+  if (!save->installed || save->adopted)
+    return pprt__posix_signal_restore_libc(sig, save);
   struct sigaction sa;
   pprt__posix_signal_restorable(save, &sa);
-  if (save->adopted) {
-    /* The program's own call, made while pprt's handler was installed, is
-     * made now: libc adds the restorer its handlers need (x86_64 has no
-     * default one; i386's depends on SA_SIGINFO). */
-    if (pprt__sys_sigaction(sig, &sa, NULL) != 0)
-      return -errno;
-    save->installed = 0;
-    return 0;
-  }
   /* The saved flags keep the previous SA_RESTORER bit, and save->restorer
    * its trampoline: the kernel gets back exactly what it had. */
   struct kernel_sigaction k;

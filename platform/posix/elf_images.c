@@ -1,23 +1,17 @@
 /* Loaded ELF images (Linux and FreeBSD): pprt__os_image_each.
  *
- * Divisions: where the main executable's file and the vdso are (the
- * OS-specific part); the snapshot, copied out of dl_iterate_phdr with the build id read from
- * each object's PT_NOTE in memory; the executable segments handed to the
- * caller. Paths are resolved after dl_iterate_phdr returns, so realpath's
- * file system calls do not hold up other threads' dlopen.
+ * Divisions: naming the main executable and the vdso (where they are is
+ * the OS's hooks' part, core/platform.h); the snapshot, copied out of
+ * dl_iterate_phdr with the build id read from each object's PT_NOTE in
+ * memory; the executable segments handed to the caller. Paths are resolved
+ * after dl_iterate_phdr returns, so realpath's file system calls do not
+ * hold up other threads' dlopen.
  */
 #include <errno.h>
 #include <limits.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-#include <sys/auxv.h>
-#if defined(__FreeBSD__)
-#include <sys/types.h>
-#include <sys/sysctl.h>
-#endif
 
 #include "core/platform.h"
 #include "platform/posix/elf.h"
@@ -27,20 +21,6 @@
 #endif
 
 /* ---- the main executable and the vdso ---------------------------------------- */
-
-/* The address of the vdso's ELF header, 0 when the kernel maps none. */
-static uintptr_t vdso_base(void) {
-#if defined(__linux__)
-  return (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-#elif defined(__FreeBSD__) && defined(AT_KPRELOAD)
-  void *p = NULL;
-  if (elf_aux_info(AT_KPRELOAD, &p, sizeof p) != 0)
-    return 0;
-  return (uintptr_t)p;
-#else
-  return 0;
-#endif
-}
 
 /* Loaders name the vdso each their own way ("linux-vdso.so.1",
  * "linux-gate.so.1" on i386, "[vdso]" on FreeBSD). The auxv address finds it
@@ -58,7 +38,6 @@ static char *resolve(const char *path) {
   return strdup(buf);
 }
 
-#if defined(__linux__)
 /* Whether exe is obj's program interpreter (PT_INTERP, the dynamic loader). */
 static int is_interpreter(const pprt__elf_object *obj, const char *exe) {
   for (size_t i = 0; i < obj->phnum; i++) {
@@ -75,47 +54,24 @@ static int is_interpreter(const pprt__elf_object *obj, const char *exe) {
   }
   return 0;
 }
-#endif
 
 /* The absolute path of the main executable obj, as the kernel knows it, and
- * in *file where to read it from. */
+ * in *file where to read it from when the kernel offers a way that works
+ * after the file is deleted or replaced. */
 static char *exe_path(const pprt__elf_object *obj, const char **file) {
   char buf[PATH_MAX];
-#if defined(__linux__)
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n > 0 && buf[0] == '/') {
-    buf[n] = '\0';
-    /* The kernel marks a deleted file; the profile names the file it was
-     * (Go's runtime trims the mark the same way). /proc/self/exe stays
-     * readable when the file is deleted or replaced. */
-    static const char deleted[] = " (deleted)";
-    if ((size_t)n > sizeof deleted - 1 && strcmp(buf + n - (sizeof deleted - 1), deleted) == 0)
-      buf[n - (sizeof deleted - 1)] = '\0';
+  if (pprt__os_exe_path(buf, sizeof buf) == 0) {
     if (!is_interpreter(obj, buf)) {
-      *file = "/proc/self/exe";
+      *file = pprt__os_exe_file;
       return strdup(buf);
     }
     /* The loader was run as a command (ld.so ./prog): the kernel's exe is
      * the loader, and glibc leaves the program's name in AT_EXECFN. */
   }
   /* Or no /proc (a chroot, an early sandbox): the path the kernel exec'd. */
-  return resolve((const char *)getauxval(AT_EXECFN));
-#elif defined(__FreeBSD__)
-  (void)obj;
-  (void)file;
-  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PATHNAME, -1};
-  size_t len = sizeof buf;
-  if (sysctl(mib, 4, buf, &len, NULL, 0) == 0 && len > 1 && buf[0] == '/')
-    return strdup(buf);
-  if (elf_aux_info(AT_EXECPATH, buf, sizeof buf) == 0)
+  if (pprt__os_exec_path(buf, sizeof buf) == 0)
     return resolve(buf);
   return NULL;
-#else
-  (void)obj;
-  (void)file;
-  (void)buf;
-  return NULL;
-#endif
 }
 
 /* ---- the snapshot --------------------------------------------------------------- */
@@ -240,7 +196,7 @@ static int resolve_paths(pprt__elf_snapshot *snap) {
 
 int pprt__elf_snapshot_take(pprt__elf_snapshot *snap) {
   memset(snap, 0, sizeof *snap);
-  collect c = {snap, 0, vdso_base(), 0};
+  collect c = {snap, 0, pprt__os_vdso_base(), 0};
   dl_iterate_phdr(collect_object, &c);
   int rc = c.err ? c.err : resolve_paths(snap);
   if (rc != 0)

@@ -1,18 +1,17 @@
-/* In-process symbolization of ELF images (Linux and FreeBSD): the symbolizer
- * of core/platform.h.
+/* In-process symbolization of ELF images (Linux and FreeBSD): the ELF
+ * reader behind the symbolizer shell of platform/posix/symbolizer.h.
  *
  * Divisions: reading ELF (notes, a mapped file's .symtab and .dynsym, a
  * loaded object's dynamic symbols in memory), every offset checked, every
  * structure copied out with memcpy because a corrupt file can misalign
- * anything; the sorted symbol table and its lookup; the symbolizer, which
- * reads an image's tables the first time an address falls in it.
+ * anything; the sorted symbol table and its lookup; the images the shell
+ * reads, each one's tables read the first time an address falls in it.
  *
  * Why not dladdr alone: it sees only .dynsym, so static functions and
  * everything in an executable that was not linked with -rdynamic come out
  * as the nearest exported symbol, however far away. It remains the fallback
  * for an object whose tables cannot be read at all.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -27,6 +26,7 @@
 #include "core/platform.h"
 #include "core/syscalls.h"
 #include "platform/posix/elf.h"
+#include "platform/posix/symbolizer.h"
 
 typedef PPRT__ELF(Ehdr) elf_ehdr;
 typedef PPRT__ELF(Shdr) elf_shdr;
@@ -135,13 +135,6 @@ static int add_symbols(pprt__elf_symtab *tab, const uint8_t *syms, size_t count,
   return added;
 }
 
-static int count_underscores(const char *s) {
-  int n = 0;
-  while (s[n] == '_')
-    n++;
-  return n;
-}
-
 /* Address first; among aliases the preferred name first (see finish). */
 static int sym_order(const void *pa, const void *pb) {
   const pprt__elf_sym *a = pa, *b = pb;
@@ -149,17 +142,7 @@ static int sym_order(const void *pa, const void *pb) {
     return a->addr < b->addr ? -1 : 1;
   if ((a->size != 0) != (b->size != 0))
     return a->size != 0 ? -1 : 1;
-  if (a->rank != b->rank)
-    return a->rank - b->rank;
-  int ua = count_underscores(a->name), ub = count_underscores(b->name);
-  if (ua != ub)
-    return ua - ub;
-  /* The shorter of two names a user could know: glibc's free is also the
-   * compat symbol cfree, both global. */
-  size_t la = strlen(a->name), lb = strlen(b->name);
-  if (la != lb)
-    return la < lb ? -1 : 1;
-  return strcmp(a->name, b->name); /* a stable choice from run to run */
+  return pprt__sym_alias_order(a->rank, a->name, b->rank, b->name, 1);
 }
 
 void pprt__elf_symtab_finish(pprt__elf_symtab *tab) {
@@ -185,14 +168,7 @@ void pprt__elf_symtab_finish(pprt__elf_symtab *tab) {
 const pprt__elf_sym *pprt__elf_symtab_lookup(const pprt__elf_symtab *tab, uintptr_t addr,
                                              uintptr_t seg_start) {
   /* The last symbol at or below addr. */
-  size_t lo = 0, hi = tab->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (tab->sym[mid].addr <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  size_t lo = pprt__sym_at_or_below(tab->sym, tab->n, sizeof *tab->sym, addr);
   if (lo == 0)
     return NULL;
   size_t last = lo - 1;
@@ -457,122 +433,63 @@ void pprt__elf_unmap_file(const void *data, size_t size) {
   munmap((void *)data, size);
 }
 
-/* ---- the symbolizer ---------------------------------------------------------------- */
-
-enum { IMAGE_UNREAD, IMAGE_TABLE, IMAGE_DLADDR };
+/* ---- the images the symbolizer reads (platform/posix/symbolizer.h) ------------- */
 
 /* One loaded object and, once read, its symbols and the files they point into. */
-typedef struct sym_image {
+struct pprt__sym_image {
   pprt__elf_object obj;
-  int state;
-  int live; /* still loaded as of the last snapshot */
   pprt__elf_symtab tab;
   const void *map[2]; /* the object's file and its separate debug file */
   size_t map_len[2];
-} sym_image;
-
-/* An executable segment of a live image: what an address is looked up in. */
-typedef struct sym_range {
-  uintptr_t start, limit;
-  size_t image;
-} sym_range;
-
-struct pprt__os_symbolizer {
-  sym_image *img; /* every image ever seen: names stay valid until close */
-  size_t nimg, img_cap;
-  sym_range *range; /* sorted by start */
-  size_t nrange;
-  unsigned long long adds; /* the loader's count when the snapshot was taken */
 };
 
-static int range_order(const void *pa, const void *pb) {
-  const sym_range *a = pa, *b = pb;
-  return a->start < b->start ? -1 : a->start > b->start;
-}
-
-static int build_ranges(pprt__os_symbolizer *s) {
-  size_t n = 0;
-  for (size_t i = 0; i < s->nimg; i++)
-    for (size_t j = 0; s->img[i].live && j < s->img[i].obj.phnum; j++)
-      n += s->img[i].obj.phdr[j].p_type == PT_LOAD && (s->img[i].obj.phdr[j].p_flags & PF_X);
-  sym_range *r = malloc((n ? n : 1) * sizeof *r);
-  if (r == NULL)
-    return -ENOMEM;
-  n = 0;
-  for (size_t i = 0; i < s->nimg; i++) {
-    const pprt__elf_object *obj = &s->img[i].obj;
-    for (size_t j = 0; s->img[i].live && j < obj->phnum; j++) {
-      const pprt__elf_phdr *ph = &obj->phdr[j];
-      if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-        uintptr_t start = obj->bias + (uintptr_t)ph->p_vaddr;
-        r[n++] = (sym_range){start, start + (uintptr_t)ph->p_memsz, i};
-      }
-    }
-  }
-  qsort(r, n, sizeof *r, range_order);
-  free(s->range);
-  s->range = r;
-  s->nrange = n;
-  return 0;
-}
-
-/* Brings the image list up to date with a new snapshot: objects still
- * loaded keep their tables, new ones are added, gone ones stop matching
- * addresses (their names stay valid until close). Consumes snap. */
-static int merge_snapshot(pprt__os_symbolizer *s, pprt__elf_snapshot *snap) {
-  for (size_t i = 0; i < s->nimg; i++)
-    s->img[i].live = 0;
-  int rc = 0;
-  for (size_t k = 0; k < snap->n; k++) {
-    pprt__elf_object *obj = &snap->obj[k];
-    size_t i = 0;
-    while (i < s->nimg &&
-           !(s->img[i].obj.bias == obj->bias && strcmp(s->img[i].obj.path, obj->path) == 0 &&
-             s->img[i].obj.phnum == obj->phnum))
-      i++;
-    if (i < s->nimg) {
-      s->img[i].live = 1;
-      continue;
-    }
-    if (s->nimg == s->img_cap) {
-      size_t cap = s->img_cap ? 2 * s->img_cap : 16;
-      sym_image *grown = realloc(s->img, cap * sizeof *grown);
-      if (grown == NULL) {
-        rc = -ENOMEM;
-        break;
-      }
-      s->img = grown;
-      s->img_cap = cap;
-    }
-    /* The object moves into the symbolizer: its path and phdr with it. */
-    s->img[s->nimg++] = (sym_image){.obj = *obj, .live = 1};
-    obj->path = NULL;
-    obj->phdr = NULL;
-  }
-  s->adds = snap->adds;
-  pprt__elf_snapshot_free(snap);
-  return rc != 0 ? rc : build_ranges(s);
-}
-
-int pprt__os_symbolizer_open(pprt__os_symbolizer **out) {
-  pprt__os_symbolizer *s = calloc(1, sizeof *s);
-  if (s == NULL)
-    return -ENOMEM;
+int pprt__sym_snapshot_take(pprt__sym_snapshot *out) {
   pprt__elf_snapshot snap;
   int rc = pprt__elf_snapshot_take(&snap);
-  if (rc == 0)
-    rc = merge_snapshot(s, &snap);
-  if (rc != 0) {
-    pprt__os_symbolizer_close(s);
-    return rc;
+  for (size_t k = 0; rc == 0 && k < snap.n; k++) {
+    pprt__sym_image *img = calloc(1, sizeof *img);
+    if (img == NULL)
+      rc = -ENOMEM;
+    else
+      rc = pprt__sym_snapshot_add(out, img);
+    if (rc == 0) { /* the object moves into the image: its path and phdr too */
+      img->obj = snap.obj[k];
+      snap.obj[k].path = NULL;
+      snap.obj[k].phdr = NULL;
+    }
   }
-  *out = s;
+  out->generation = snap.adds;
+  pprt__elf_snapshot_free(&snap);
+  return rc;
+}
+
+uint64_t pprt__sym_generation(void) {
+  return pprt__elf_loader_adds();
+}
+
+int pprt__sym_image_same(const pprt__sym_image *a, const pprt__sym_image *b) {
+  return a->obj.bias == b->obj.bias && strcmp(a->obj.path, b->obj.path) == 0 &&
+         a->obj.phnum == b->obj.phnum;
+}
+
+int pprt__sym_image_ranges(const pprt__sym_image *img,
+                           int (*fn)(uintptr_t start, uintptr_t limit, void *ctx), void *ctx) {
+  const pprt__elf_object *obj = &img->obj;
+  for (size_t j = 0; j < obj->phnum; j++) {
+    const pprt__elf_phdr *ph = &obj->phdr[j];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+      continue;
+    uintptr_t start = obj->bias + (uintptr_t)ph->p_vaddr;
+    int rc = fn(start, start + (uintptr_t)ph->p_memsz, ctx);
+    if (rc != 0)
+      return rc;
+  }
   return 0;
 }
 
 /* Maps path and adds its symbols to img's table; keeps the mapping when it
  * gave any (the names point into it). */
-static void image_add_file(sym_image *img, int slot, const char *path) {
+static void image_add_file(pprt__sym_image *img, int slot, const char *path) {
   const void *data;
   size_t size;
   if (pprt__elf_map_file(path, &data, &size) != 0)
@@ -592,7 +509,7 @@ static void image_add_file(sym_image *img, int slot, const char *path) {
 /* Separate debug information, where distributions install it: Debian and
  * Fedora by build id, FreeBSD by path. It holds the .symtab that the
  * shipped file was stripped of, so static functions of libc get names. */
-static void image_add_debug_file(sym_image *img) {
+static void image_add_debug_file(pprt__sym_image *img) {
   const pprt__elf_object *obj = &img->obj;
   char path[PATH_MAX];
   int n = -1;
@@ -616,9 +533,9 @@ static void image_add_debug_file(sym_image *img) {
 }
 
 /* Reads img's symbols: its file and debug file, else its dynamic symbols in
- * memory (the vdso, a deleted or unreadable file), else dladdr. A failure
- * only makes the result poorer. */
-static void image_read(sym_image *img) {
+ * memory (the vdso, a deleted or unreadable file), else none (the shell
+ * then asks dladdr). */
+int pprt__sym_image_read(pprt__sym_image *img) {
   if (img->obj.file != NULL) {
     image_add_file(img, 0, img->obj.file);
     image_add_debug_file(img);
@@ -626,69 +543,26 @@ static void image_read(sym_image *img) {
   if (img->tab.n == 0 && pprt__elf_symtab_add_memory(&img->tab, &img->obj) < 0)
     img->tab.n = 0; /* a partial table from a corrupt object is not trusted */
   pprt__elf_symtab_finish(&img->tab);
-  img->state = img->tab.n > 0 ? IMAGE_TABLE : IMAGE_DLADDR;
+  return img->tab.n > 0;
 }
 
-static const sym_range *find_range(const pprt__os_symbolizer *s, uintptr_t addr) {
-  size_t lo = 0, hi = s->nrange;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (s->range[mid].start <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo == 0 || addr >= s->range[lo - 1].limit)
+const char *pprt__sym_image_lookup(const pprt__sym_image *img, uintptr_t addr, uintptr_t seg_start,
+                                   uintptr_t *func) {
+  const pprt__elf_sym *sym = pprt__elf_symtab_lookup(&img->tab, addr, seg_start);
+  if (sym == NULL)
     return NULL;
-  return &s->range[lo - 1];
+  *func = sym->addr;
+  return sym->name;
 }
 
-int pprt__os_symbolize(pprt__os_symbolizer *s, uintptr_t addr, const char **name,
-                       uintptr_t *offset) {
-  const sym_range *r = find_range(s, addr);
-  if (r == NULL && pprt__elf_loader_adds() != s->adds) {
-    /* Something was dlopen'ed since the snapshot. */
-    pprt__elf_snapshot snap;
-    if (pprt__elf_snapshot_take(&snap) == 0 && merge_snapshot(s, &snap) == 0)
-      r = find_range(s, addr);
-  }
-  if (r == NULL)
-    return -ENOENT;
-  sym_image *img = &s->img[r->image];
-  if (img->state == IMAGE_UNREAD)
-    image_read(img);
-  if (img->state == IMAGE_TABLE) {
-    const pprt__elf_sym *sym = pprt__elf_symtab_lookup(&img->tab, addr, r->start);
-    if (sym == NULL)
-      return -ENOENT;
-    *name = sym->name;
-    *offset = addr - sym->addr;
-    return 0;
-  }
-  /* dladdr knows no sizes: trust its nearest symbol only within the
-   * segment. */
-  Dl_info info;
-  if (dladdr((void *)addr, &info) == 0 || info.dli_sname == NULL || info.dli_saddr == NULL ||
-      (uintptr_t)info.dli_saddr > addr || (uintptr_t)info.dli_saddr < r->start)
-    return -ENOENT;
-  *name = info.dli_sname;
-  *offset = addr - (uintptr_t)info.dli_saddr;
-  return 0;
-}
-
-void pprt__os_symbolizer_close(pprt__os_symbolizer *s) {
-  if (s == NULL)
+void pprt__sym_image_free(pprt__sym_image *img) {
+  if (img == NULL)
     return;
-  for (size_t i = 0; i < s->nimg; i++) {
-    sym_image *img = &s->img[i];
-    pprt__elf_symtab_free(&img->tab);
-    for (int k = 0; k < 2; k++)
-      if (img->map[k] != NULL)
-        pprt__elf_unmap_file(img->map[k], img->map_len[k]);
-    free(img->obj.path);
-    free(img->obj.phdr);
-  }
-  free(s->img);
-  free(s->range);
-  free(s);
+  pprt__elf_symtab_free(&img->tab);
+  for (int k = 0; k < 2; k++)
+    if (img->map[k] != NULL)
+      pprt__elf_unmap_file(img->map[k], img->map_len[k]);
+  free(img->obj.path);
+  free(img->obj.phdr);
+  free(img);
 }

@@ -20,12 +20,5 @@ int pprt__os_signal_install(int sig, pprt__os_handler fn, pprt__os_sigsave *save
 }
 
 int pprt__os_signal_restore(int sig, pprt__os_sigsave *save) {
-  if (!save->installed)
-    return 0; /* nothing of pprt's to take away */
-  struct sigaction sa;
-  pprt__posix_signal_restorable(save, &sa);
-  if (pprt__sys_sigaction(sig, &sa, NULL) != 0)
-    return -errno;
-  save->installed = 0;
-  return 0;
+  return pprt__posix_signal_restore_libc(sig, save);
 }

@@ -2,9 +2,11 @@
  * raw rt_sigaction installers: pprt's action, the program's action kept (as
  * found, or adopted from the program later), the SIG_DFL -> SIG_IGN rule
  * for putting it back, and forwarding a signal that is not pprt's to it. */
+#include <errno.h>
 #include <signal.h>
 #include <string.h>
 
+#include "core/syscalls.h"
 #include "platform/posix/signal_common.h"
 
 void pprt__posix_signal_action(struct sigaction *sa, pprt__os_handler fn) {
@@ -30,6 +32,17 @@ void pprt__posix_signal_restorable(const pprt__os_sigsave *save, struct sigactio
     out->sa_handler = SIG_IGN;
     out->sa_flags &= ~SA_SIGINFO;
   }
+}
+
+int pprt__posix_signal_restore_libc(int sig, pprt__os_sigsave *save) {
+  if (!save->installed)
+    return 0; /* nothing of pprt's to take away */
+  struct sigaction sa;
+  pprt__posix_signal_restorable(save, &sa);
+  if (pprt__sys_sigaction(sig, &sa, NULL) != 0)
+    return -errno;
+  save->installed = 0;
+  return 0;
 }
 
 void pprt__os_signal_adopt(pprt__os_sigsave *save, const struct sigaction *act) {

@@ -22,4 +22,8 @@ void pprt__posix_signal_remember(pprt__os_sigsave *save, const struct sigaction 
  * process (Go issue 19320). */
 void pprt__posix_signal_restorable(const pprt__os_sigsave *save, struct sigaction *out);
 
+/* pprt__os_signal_restore with libc's sigaction: the libc installer's, and
+ * the raw one's for an action the program set through libc (adopted). */
+int pprt__posix_signal_restore_libc(int sig, pprt__os_sigsave *save);
+
 #endif /* PPRT_PLATFORM_POSIX_SIGNAL_COMMON_H */

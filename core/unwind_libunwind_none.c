@@ -1,4 +1,5 @@
-/* PPRT_UNWINDER=fp: no libunwind in this build. */
+/* libunwind's unwinder where the build has no libunwind (PPRT_UNWINDER fp or
+ * cfi): pprt__unwind_libunwind answers -ENOTSUP. */
 #include <errno.h>
 
 #include "core/unwind.h"
