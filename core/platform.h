@@ -462,8 +462,10 @@ typedef struct pprt__os_unwind_source {
 int pprt__os_unwind_each(int (*fn)(const pprt__os_unwind_source *src, void *ctx), void *ctx);
 
 /* A number that changes whenever the loader adds or removes an image
- * (glibc and FreeBSD: dl_iterate_phdr's dlpi_adds and dlpi_subs). Cheap:
- * the unwinder asks at every rescan. Not AS-safe. */
+ * (glibc and FreeBSD: dl_iterate_phdr's dlpi_adds and dlpi_subs; Darwin:
+ * the image count and the newest image's header, see darwin/images.c).
+ * Cheap: the unwinder asks at every rescan, the symbol cache at every
+ * lookup. Not AS-safe. */
 uint64_t pprt__os_loader_generation(void);
 
 /* Where the kernel's signal frame keeps the interrupted registers, as byte

@@ -139,3 +139,14 @@ int pprt__os_image_each(int (*fn)(const pprt__os_image *img, void *ctx), void *c
   pprt__macho_snapshot_free(&snap);
   return rc;
 }
+
+/* dyld has no add/remove counter to read (its callbacks cannot be removed
+ * again, which a library that may be unloaded must not leave behind): the
+ * image count, and the header of the newest image, which a dlopen appends.
+ * A dlclose of the newest image followed by a dlopen of another at the
+ * same address goes unseen. */
+uint64_t pprt__os_loader_generation(void) {
+  uint32_t n = _dyld_image_count();
+  const struct mach_header *last = n ? _dyld_get_image_header(n - 1) : NULL;
+  return (uint64_t)n ^ ((uint64_t)(uintptr_t)last << 16);
+}
