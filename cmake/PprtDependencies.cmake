@@ -1,18 +1,24 @@
-# Finds what pprt links against and gives each an imported target named
-# pprt_dep::<name>. Used at configure time and again by the installed
-# pprtConfig.cmake, so a consumer of the installed package re-finds the same
-# libraries. pkg-config is tried first, then a plain header + library search
+# Finds what pprt links against, gives each an imported target named
+# pprt_dep::<name> and lists the library's in pprt_dep_targets (private to
+# pprt: the static library passes them on as link-only). Used at configure
+# time and again by the installed pprtConfig.cmake, so a consumer of the
+# installed static library re-finds the same libraries. pkg-config is tried first, then a plain header + library search
 # (which is what cross builds use, through CMAKE_PREFIX_PATH or
 # CMAKE_FIND_ROOT_PATH). A missing dependency stops configure and names the
 # package that provides it on each OS pprt supports.
 
 find_package(PkgConfig QUIET)
 
-# pprt_find_dependency(<name> PKG <pkg-config module> HEADER <header>
-#                      LIBS <library names...>
+# pprt_find_dependency(<name> [FOR_TESTS] PKG <pkg-config module>
+#                      HEADER <header> LIBS <library names...>
 #                      DEBIAN <hint> MACOS <hint> FREEBSD <hint>)
+# adds pprt_dep::<name> to pprt_dep_targets, what the library links, unless
+# FOR_TESTS.
 function(pprt_find_dependency name)
-  cmake_parse_arguments(arg "" "PKG;HEADER;DEBIAN;MACOS;FREEBSD" "LIBS" ${ARGN})
+  cmake_parse_arguments(arg "FOR_TESTS" "PKG;HEADER;DEBIAN;MACOS;FREEBSD" "LIBS" ${ARGN})
+  if(NOT arg_FOR_TESTS)
+    set(pprt_dep_targets ${pprt_dep_targets} pprt_dep::${name} PARENT_SCOPE)
+  endif()
   if(TARGET pprt_dep::${name})
     return()
   endif()
@@ -43,22 +49,19 @@ function(pprt_find_dependency name)
   set(pprt_dep_${name}_LIBRARY "${lib}" PARENT_SCOPE)
 endfunction()
 
+set(pprt_dep_targets "")
 pprt_find_dependency(zlib PKG zlib HEADER zlib.h LIBS z
   DEBIAN "apt-get install zlib1g-dev" MACOS "part of the SDK, or brew install zlib"
   FREEBSD "part of the base system")
 pprt_find_dependency(protobuf_c PKG libprotobuf-c HEADER protobuf-c/protobuf-c.h
   LIBS protobuf-c DEBIAN "apt-get install libprotobuf-c-dev" MACOS "brew install protobuf-c"
   FREEBSD "pkg install protobuf-c")
-set(pprt_dep_targets pprt_dep::zlib pprt_dep::protobuf_c)
 
-if(PPRT_UNWINDER STREQUAL "libunwind")
-  # On Darwin libunwind is part of the system library.
-  if(NOT CMAKE_SYSTEM_NAME STREQUAL "Darwin")
-    pprt_find_dependency(libunwind PKG libunwind HEADER libunwind.h LIBS unwind
-      DEBIAN "apt-get install libunwind-dev" MACOS "part of the SDK"
-      FREEBSD "pkg install libunwind")
-    list(APPEND pprt_dep_targets pprt_dep::libunwind)
-  endif()
+# On Darwin libunwind is part of the system library.
+if(PPRT_UNWINDER STREQUAL "libunwind" AND NOT CMAKE_SYSTEM_NAME STREQUAL "Darwin")
+  pprt_find_dependency(libunwind PKG libunwind HEADER libunwind.h LIBS unwind
+    DEBIAN "apt-get install libunwind-dev" MACOS "part of the SDK"
+    FREEBSD "pkg install libunwind")
 endif()
 
 # libmicrohttpd, for the HTTP endpoint: optional. PPRT_HTTP is ON where it
@@ -80,7 +83,6 @@ if(NOT DEFINED PPRT_HTTP OR PPRT_HTTP)
     pprt_find_dependency(microhttpd PKG libmicrohttpd HEADER microhttpd.h LIBS microhttpd
       DEBIAN "apt-get install libmicrohttpd-dev" MACOS "brew install libmicrohttpd"
       FREEBSD "pkg install libmicrohttpd (www/libmicrohttpd); or configure with -DPPRT_HTTP=OFF")
-    list(APPEND pprt_dep_targets pprt_dep::microhttpd)
   endif()
 endif()
 
@@ -93,11 +95,10 @@ if(PPRT_SYMBOLIZER STREQUAL "libdw")
   pprt_find_dependency(libelf PKG libelf HEADER libelf.h LIBS elf
     DEBIAN "apt-get install libelf-dev" MACOS "not available"
     FREEBSD "part of the base system")
-  list(APPEND pprt_dep_targets pprt_dep::libdw pprt_dep::libelf)
 endif()
 
 if(PPRT_BUILD_TESTS)
-  pprt_find_dependency(cmocka PKG cmocka HEADER cmocka.h LIBS cmocka
+  pprt_find_dependency(cmocka FOR_TESTS PKG cmocka HEADER cmocka.h LIBS cmocka
     DEBIAN "apt-get install libcmocka-dev" MACOS "brew install cmocka"
     FREEBSD "pkg install cmocka")
 endif()

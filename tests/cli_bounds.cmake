@@ -24,22 +24,8 @@ file(MAKE_DIRECTORY ${OUT})
 # Seconds each command may take. The refusals take well under a second in
 # an optimized build; decoding the runaway file's 2,000,000 lines is the
 # slow part under AddressSanitizer.
-set(limit 120)
-
-function(run var)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
-                  TIMEOUT ${limit})
-  set(${var}_rc "${rc}" PARENT_SCOPE)
-  set(${var}_out "${out}" PARENT_SCOPE)
-  set(${var}_err "${err}" PARENT_SCOPE)
-endfunction()
-
-function(expect var code regex)
-  if(NOT "${${var}_rc}" STREQUAL "${code}" OR NOT "${${var}_err}" MATCHES "${regex}")
-    message(FATAL_ERROR "${ARGN}: exit ${${var}_rc} (want ${code}), stderr:\n${${var}_err}\n"
-                        "want it to match: ${regex}")
-  endif()
-endfunction()
+set(cli_timeout 120)
+include(${CMAKE_CURRENT_LIST_DIR}/cli_lib.cmake)
 
 function(make name lines samples)
   run(g ${HOSTILE} ${OUT}/${name}.pb.gz ${lines} ${samples})

@@ -25,22 +25,8 @@ cmake_minimum_required(VERSION 3.16)
 file(REMOVE_RECURSE ${OUT})
 file(MAKE_DIRECTORY ${OUT})
 
-# run(<var> cmd...): <var>_rc, <var>_out, <var>_err
-function(run var)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
-                  TIMEOUT 120)
-  set(${var}_rc "${rc}" PARENT_SCOPE)
-  set(${var}_out "${out}" PARENT_SCOPE)
-  set(${var}_err "${err}" PARENT_SCOPE)
-endfunction()
-
-# expect(<var> <exit code> <stderr regex> [what]): a command's exit code and message.
-function(expect var code regex)
-  if(NOT "${${var}_rc}" STREQUAL "${code}" OR NOT "${${var}_err}" MATCHES "${regex}")
-    message(FATAL_ERROR "${ARGN}: exit ${${var}_rc} (want ${code}), stderr:\n${${var}_err}\n"
-                        "want it to match: ${regex}\nstdout:\n${${var}_out}")
-  endif()
-endfunction()
+# run, expect: each command within 120 s.
+include(${CMAKE_CURRENT_LIST_DIR}/cli_lib.cmake)
 
 # sum_folded(<var> <text>): the sum of the numbers ending each folded line.
 function(sum_folded var text)
@@ -115,15 +101,11 @@ if(MODE STREQUAL "record")
   run(s ${WAIT} ${PPRT} record -o ${OUT}/s --cpu -- ${VICTIM} term)
   expect(s 0 "killed by SIGTERM \\(15\\).*ending seen: profiles written at SIGTERM.*victim_burn"
          "SIGTERM")
-  if(NOT s_out STREQUAL "signal 15\n")
-    message(FATAL_ERROR "SIGTERM: pprt record ended with '${s_out}', want 'signal 15'")
-  endif()
+  expect_match("${s_out}" "^signal 15\n$" "SIGTERM: pprt record's ending, want signal 15")
   run(b ${WAIT} ${PPRT} record -o ${OUT}/b --cpu -- ${VICTIM} abort)
   expect(b 0 "killed by SIGABRT \\(6\\).*ending seen: profiles written at a crash \\(SIGABRT"
          "abort")
-  if(NOT b_out STREQUAL "signal 6\n")
-    message(FATAL_ERROR "abort: pprt record ended with '${b_out}', want 'signal 6'")
-  endif()
+  expect_match("${b_out}" "^signal 6\n$" "abort: pprt record's ending, want signal 6")
   run(h ${PPRT} record -o ${OUT}/h --cpu -- ${VICTIM} trapterm)
   expect(h 0 "ending seen: exit.*victim_burn" "a program that handles SIGTERM and exits")
   # kill -9 before any checkpoint: no profile, and the summary says why.
@@ -330,10 +312,7 @@ endif()
 
 # ---- go ------------------------------------------------------------------------------
 if(MODE STREQUAL "go")
-  if(NOT GO)
-    message("SKIP: go not found (ci/test installs golang-go); Go's profiles not checked")
-    return()
-  endif()
+  skip_without(GO "go not found (ci/test installs golang-go); Go's profiles not checked")
   # No module downloads and no toolchain switch: the program uses only the
   # standard library and its go.mod requires nothing.
   set(goenv GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod CGO_ENABLED=0
@@ -387,10 +366,8 @@ endif()
 
 # ---- chromium ------------------------------------------------------------------------
 if(MODE STREQUAL "chromium")
-  if(NOT CHROMIUM)
-    message("SKIP: chromium not found (Debian: apt-get install chromium); flame graph not rendered")
-    return()
-  endif()
+  skip_without(CHROMIUM
+    "chromium not found (Debian: apt-get install chromium); flame graph not rendered")
   record_burn(${OUT}/r)
   run(f ${PPRT} flame ${OUT}/r/cpu.pb.gz -o ${OUT}/flame.html)
   expect(f 0 "wrote" "pprt flame")
@@ -405,12 +382,9 @@ if(MODE STREQUAL "chromium")
   endif()
   # The names are in the data as JSON too; only a frame the script drew is
   # a div of class "fr" with the name as its text.
-  if(NOT d_out MATCHES "<div class=\"fr[^\"]*\"[^>]*>burn_hot_inner</div>")
-    message(FATAL_ERROR "the rendered page has no frame burn_hot_inner:\n${d_out}")
-  endif()
-  if(NOT d_out MATCHES "data-frames=\"[1-9]")
-    message(FATAL_ERROR "the rendered page did not record its frame count")
-  endif()
+  expect_match("${d_out}" "<div class=\"fr[^\"]*\"[^>]*>burn_hot_inner</div>"
+               "the rendered page has no frame burn_hot_inner")
+  expect_match("${d_out}" "data-frames=\"[1-9]" "the rendered page did not record its frame count")
   # Search and zoom, set through the URL's fragment: the matching frame is
   # marked and the total matched shown; zoomed, burn_hot_inner fills the
   # width under its callers, which are drawn faded above it.

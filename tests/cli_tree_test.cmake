@@ -22,20 +22,9 @@ cmake_minimum_required(VERSION 3.16)
 file(REMOVE_RECURSE ${OUT})
 file(MAKE_DIRECTORY ${OUT})
 
-function(run var)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
-                  TIMEOUT 240)
-  set(${var}_rc "${rc}" PARENT_SCOPE)
-  set(${var}_out "${out}" PARENT_SCOPE)
-  set(${var}_err "${err}" PARENT_SCOPE)
-endfunction()
-
-function(expect var code regex)
-  if(NOT "${${var}_rc}" STREQUAL "${code}" OR NOT "${${var}_err}" MATCHES "${regex}")
-    message(FATAL_ERROR "${ARGN}: exit ${${var}_rc} (want ${code}), stderr:\n${${var}_err}\n"
-                        "want it to match: ${regex}\nstdout:\n${${var}_out}")
-  endif()
-endfunction()
+# run, expect: each command within 240 s (a make -j2 under pprt record).
+set(cli_timeout 240)
+include(${CMAKE_CURRENT_LIST_DIR}/cli_lib.cmake)
 
 # seconds(<var> <text>): "1.25s" / "12.5ms" / "300us" as seconds.
 function(seconds var text)
@@ -154,22 +143,18 @@ endif()
 message(STATUS "top --by process:\n${b_out}")
 
 # collapse --by process: every stack under its program's frame.
-run(c ${PPRT} collapse --by process ${OUT}/m/cpu.pb.gz)
-expect(c 0 "^$" "pprt collapse --by process")
-# (Lines hold ';', CMake's list separator: lines are not counted as a list.)
-string(REGEX REPLACE "(^|\n)process [^\n]*" "" rest "${c_out}")
-string(STRIP "${rest}" rest)
-if(NOT rest STREQUAL "" OR NOT c_out MATCHES "(^|\n)process cc1;")
-  message(FATAL_ERROR "collapse --by process: stacks not under a process frame:\n${rest}")
-endif()
 # With --lines too: the same roots, and the root frame has no line of its own.
-run(l ${PPRT} collapse --by process --lines ${OUT}/m/cpu.pb.gz)
-expect(l 0 "^$" "pprt collapse --by process --lines")
-string(REGEX REPLACE "(^|\n)process [^\n]*" "" rest "${l_out}")
-string(STRIP "${rest}" rest)
-if(NOT rest STREQUAL "" OR NOT l_out MATCHES "(^|\n)process cc1;")
-  message(FATAL_ERROR "collapse --by process --lines: stacks not under a process frame:\n${rest}")
-endif()
+foreach(lines "" --lines)
+  run(c ${PPRT} collapse --by process ${lines} ${OUT}/m/cpu.pb.gz)
+  expect(c 0 "^$" "pprt collapse --by process ${lines}")
+  # (Lines hold ';', CMake's list separator: lines are not counted as a list.)
+  string(REGEX REPLACE "(^|\n)process [^\n]*" "" rest "${c_out}")
+  string(STRIP "${rest}" rest)
+  if(NOT rest STREQUAL "" OR NOT c_out MATCHES "(^|\n)process cc1;")
+    message(FATAL_ERROR
+      "collapse --by process ${lines}: stacks not under a process frame:\n${rest}")
+  endif()
+endforeach()
 run(f ${PPRT} flame --by process -o ${OUT}/m/flame.html ${OUT}/m/cpu.pb.gz)
 file(READ ${OUT}/m/flame.html html)
 if(NOT f_rc EQUAL 0 OR NOT html MATCHES "\"process cc1\"")

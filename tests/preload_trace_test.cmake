@@ -6,49 +6,37 @@
 #   2. the JSON export parses (python3's json, where there is a python3);
 #   3. a process that execs leaves a complete trace;
 #   4. an unwritable path is one line on stderr, the program unharmed.
-function(run_burn out_var)
-  execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${PRELOAD} ${ARGN}
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  set(${out_var}_rc ${rc} PARENT_SCOPE)
-  set(${out_var}_err "${err}" PARENT_SCOPE)
-endfunction()
+# Inputs: -DPRELOAD= -DBURN= -DCHECK= (tests/trace_check.c) -DPYTHON= -DOUT=
+include(${CMAKE_CURRENT_LIST_DIR}/cli_lib.cmake)
 
 file(REMOVE_RECURSE ${OUT})
 file(MAKE_DIRECTORY ${OUT})
 
-run_burn(a PPRT_TRACE=${OUT}/trace.pprt PPRT_CPUPROFILE=${OUT}/cpu.pb.gz PPRT_CPUPROFILE_HZ=250
-         ${BURN} 0.5 3 ${BURN})
+run_preloaded(a PPRT_TRACE=${OUT}/trace.pprt PPRT_CPUPROFILE=${OUT}/cpu.pb.gz
+              PPRT_CPUPROFILE_HZ=250 ${BURN} 0.5 3 ${BURN})
 if(NOT a_rc EQUAL 3)
   message(FATAL_ERROR "exit status ${a_rc}, want 3 (the program's own): ${a_err}")
 endif()
 if(NOT a_err STREQUAL "")
   message(FATAL_ERROR "unexpected stderr: ${a_err}")
 endif()
-execute_process(COMMAND ${CHECK} ${OUT}/trace.pprt ${OUT}/trace.json
-                RESULT_VARIABLE rc OUTPUT_VARIABLE facts ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "trace_check: ${err}")
-endif()
+run(t ${CHECK} ${OUT}/trace.pprt ${OUT}/trace.json)
+expect(t 0 "" "trace_check")
+set(facts "${t_out}")
 string(REGEX MATCHALL "thread [0-9]+ name=burner start=1 end=1" burners "${facts}")
 list(LENGTH burners nburners)
 if(NOT nburners EQUAL 2)
   message(FATAL_ERROR "want two threads named burner with start and end:\n${facts}")
 endif()
-if(NOT facts MATCHES "cpu_sample [1-9]")
-  message(FATAL_ERROR "no CPU samples in the trace:\n${facts}")
-endif()
-if(NOT facts MATCHES "lost 0")
-  message(FATAL_ERROR "events lost:\n${facts}")
-endif()
+expect_match("${facts}" "cpu_sample [1-9]" "no CPU samples in the trace")
+expect_match("${facts}" "lost 0" "events lost")
 file(GLOB children ${OUT}/trace.pprt.*)
 list(LENGTH children nchild)
 if(NOT nchild EQUAL 1)
   message(FATAL_ERROR "want one child trace trace.pprt.<pid>, found: ${children}")
 endif()
-execute_process(COMMAND ${CHECK} ${children} RESULT_VARIABLE rc ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "the child's trace: ${err}")
-endif()
+run(t ${CHECK} ${children})
+expect(t 0 "" "trace_check on the child's trace")
 message(STATUS "trace: two burner threads with start, end and name; CPU samples; child's own file")
 
 if(PYTHON)
@@ -66,18 +54,17 @@ endif()
 
 # A traced process that execs (its exit handlers never run): the file is
 # complete up to the exec, as the exec wrapper ends the generation.
-run_burn(e PPRT_TRACE=${OUT}/exec.pprt ${BURN} 0.2 5 ${BURN} exec)
+run_preloaded(e PPRT_TRACE=${OUT}/exec.pprt ${BURN} 0.2 5 ${BURN} exec)
 if(NOT e_rc EQUAL 5)
   message(FATAL_ERROR "exec'd program: exit ${e_rc}, want 5: ${e_err}")
 endif()
-execute_process(COMMAND ${CHECK} ${OUT}/exec.pprt
-                RESULT_VARIABLE rc OUTPUT_VARIABLE facts ERROR_VARIABLE err)
-if(NOT rc EQUAL 0 OR NOT facts MATCHES "name=burner start=1 end=1")
-  message(FATAL_ERROR "the trace of a process that exec'd: ${err}\n${facts}")
+run(t ${CHECK} ${OUT}/exec.pprt)
+if(NOT t_rc EQUAL 0 OR NOT t_out MATCHES "name=burner start=1 end=1")
+  message(FATAL_ERROR "the trace of a process that exec'd: ${t_err}\n${t_out}")
 endif()
 message(STATUS "a process that execs leaves a complete trace")
 
-run_burn(c PPRT_TRACE=${OUT}/no/such/dir/x.pprt ${BURN} 0.1 0)
+run_preloaded(c PPRT_TRACE=${OUT}/no/such/dir/x.pprt ${BURN} 0.1 0)
 if(NOT c_rc EQUAL 0 OR NOT c_err MATCHES "^pprt: cannot open PPRT_TRACE=.*No such file[^\n]*not tracing\n$")
   message(FATAL_ERROR "unwritable path: exit ${c_rc}, stderr [${c_err}]")
 endif()
