@@ -38,6 +38,7 @@
 #include "core/profile.h"
 #include "pprt.h"
 #include "tests/membuf.h"
+#include "tests/profile_util.h"
 
 #define SKIP_STATUS 77
 
@@ -90,20 +91,6 @@ static int set_last_pid(pid_t last) {
   int ok = write(fd, buf, (size_t)n) == n;
   close(fd);
   return ok ? 0 : -1;
-}
-
-static const char *leaf_name(const Pprt__Profile *p, const Pprt__Sample *s) {
-  if (s->n_location_id == 0)
-    return "";
-  for (size_t i = 0; i < p->n_location; i++) {
-    const Pprt__Location *l = p->location[i];
-    if (l->id != s->location_id[0] || l->n_line == 0)
-      continue;
-    for (size_t j = 0; j < p->n_function; j++)
-      if (p->function[j]->id == l->line[0]->function_id)
-        return p->string_table[p->function[j]->name];
-  }
-  return "";
 }
 
 /* In the new namespace, as its pid 1. Returns the exit status. */
