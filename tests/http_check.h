@@ -38,6 +38,17 @@ static inline Pprt__Profile *check_profile(const http_resp *r, const char *filen
   return p;
 }
 
+/* GETs a profile path and checks the response as check_profile does; the
+ * decoded profile outlives the response, which is freed. */
+static inline Pprt__Profile *get_profile(int port, const char *path, int timeout_s,
+                                         const char *filename, const char *const *types,
+                                         const char *dflt) {
+  http_resp r = http_get(port, path, timeout_s);
+  Pprt__Profile *p = check_profile(&r, filename, types, dflt);
+  http_free(&r);
+  return p;
+}
+
 __attribute__((unused)) static const char *const heap_types[] = {
     "alloc_objects", "alloc_space", "inuse_objects", "inuse_space", NULL};
 __attribute__((unused)) static const char *const cpu_types[] = {"samples", "cpu", NULL};

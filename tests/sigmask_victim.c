@@ -36,6 +36,7 @@
 #endif
 
 #include "pprt.h"
+#include "spin.h"
 
 static uint64_t thread_id(void) {
 #ifdef __linux__
@@ -49,23 +50,11 @@ static uint64_t thread_id(void) {
 #endif
 }
 
-static uint64_t cpu_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static volatile uint64_t sink;
+static volatile unsigned long sink;
 
 /* Spins for ns of the calling thread's CPU time. */
 __attribute__((noinline)) static void spin(uint64_t ns) {
-  uint64_t end = cpu_ns() + ns, x = sink;
-  while (cpu_ns() < end)
-    for (int i = 0; i < 20000; i++) {
-      x = x * 6364136223846793005u + 1442695040888963407u;
-      __asm__ volatile("" : "+r"(x));
-    }
-  sink = x;
+  spin_cpu(ns, 20000, &sink);
 }
 
 /* ---- workers ------------------------------------------------------------------------ */
@@ -78,9 +67,9 @@ static void *work(void *name) {
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, NULL);
   }
-  uint64_t t0 = cpu_ns();
+  uint64_t t0 = thread_cpu_ns();
   spin((uint64_t)(seconds * 1e9));
-  uint64_t t1 = cpu_ns();
+  uint64_t t1 = thread_cpu_ns();
   printf("worker %s tid %llu cpu_ns %llu\n", (const char *)name, (unsigned long long)thread_id(),
          (unsigned long long)(t1 - t0));
   return NULL;

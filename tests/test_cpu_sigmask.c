@@ -22,6 +22,7 @@
 #include "core/profile.h"
 #include "pprt.h"
 #include "tests/membuf.h"
+#include "tests/spin.h"
 
 static atomic_int handled;
 
@@ -50,18 +51,10 @@ static int kernel_blocks(void) {
   return sigismember(&cur, SIGPROF) == 1;
 }
 
-static uint64_t cpu_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+static volatile unsigned long sink;
 
 static void spin(uint64_t ns) {
-  volatile uint64_t x = 1;
-  uint64_t end = cpu_ns() + ns;
-  while (cpu_ns() < end)
-    for (int i = 0; i < 10000; i++)
-      x = x * 6364136223846793005u + 1;
+  spin_cpu(ns, 10000, &sink);
 }
 
 struct result {

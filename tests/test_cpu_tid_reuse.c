@@ -39,24 +39,16 @@
 #include "pprt.h"
 #include "tests/membuf.h"
 #include "tests/profile_util.h"
+#include "tests/spin.h"
 
 #define SKIP_STATUS 77
 
 static volatile unsigned long sink;
 static _Atomic pid_t g_tid;
 
-static double thread_cpu(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 __attribute__((noinline)) void burn_reused(void);
 void burn_reused(void) {
-  unsigned long x = sink;
-  for (int i = 0; i < 100000; i++)
-    x = x * 6364136223846793005ul + 1442695040888963407ul;
-  sink = x;
+  sink = lcg_rounds(sink, 100000);
 }
 
 /* A: lives through a rescan or two, idle, then ends. */

@@ -102,17 +102,24 @@ static int remove_dir(void **state) {
 }
 
 #ifdef PRELOAD_TESTS
+/* Runs argv under the preload library with a heap profile to `profile`
+ * and `rate_env` (PPRT_HEAP_RATE=...) set; returns its exit status. */
+static int run_preloaded(char *const argv[], const char *profile, const char *rate_env,
+                         const char *out_path) {
+  char penv[300];
+  snprintf(penv, sizeof penv, "PPRT_HEAPPROFILE=%s", profile);
+  const char *env[] = {"LD_PRELOAD=" PRELOAD_LIB, penv, rate_env, NULL};
+  return run(argv, env, out_path);
+}
+
 /* Runs heap_sites MIB under the preload at `rate`; returns the profile. */
 static Pprt__Profile *profile_sites(size_t mib, size_t rate, const char *name) {
-  char path[256], penv[300], renv[64], mibs[32], preload[600];
+  char path[256], renv[64], mibs[32];
   snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-  snprintf(penv, sizeof penv, "PPRT_HEAPPROFILE=%s", path);
   snprintf(renv, sizeof renv, "PPRT_HEAP_RATE=%zu", rate);
-  snprintf(preload, sizeof preload, "LD_PRELOAD=%s", PRELOAD_LIB);
   snprintf(mibs, sizeof mibs, "%zu", mib);
-  const char *env[] = {preload, penv, renv, NULL};
   char *argv[] = {(char *)HEAP_SITES, mibs, NULL};
-  assert_int_equal(run(argv, env, NULL), 0);
+  assert_int_equal(run_preloaded(argv, path, renv, NULL), 0);
   return decode_file(path);
 }
 
@@ -205,15 +212,13 @@ static void test_rate_one_is_exact(void **state) {
 
 static void test_entry_points_keep_libc_semantics(void **state) {
   (void)state;
-  char plain[256], hooked[256], penv[300], preload[600];
+  char plain[256], hooked[256], path[300];
   snprintf(plain, sizeof plain, "%s/entry-plain.txt", tmpdir);
   snprintf(hooked, sizeof hooked, "%s/entry-hooked.txt", tmpdir);
-  snprintf(penv, sizeof penv, "PPRT_HEAPPROFILE=%s/entry.pb.gz", tmpdir);
-  snprintf(preload, sizeof preload, "LD_PRELOAD=%s", PRELOAD_LIB);
+  snprintf(path, sizeof path, "%s/entry.pb.gz", tmpdir);
   char *argv[] = {(char *)HEAP_ENTRY, NULL};
   assert_int_equal(run(argv, NULL, plain), 0);
-  const char *env[] = {preload, penv, "PPRT_HEAP_RATE=1", NULL};
-  assert_int_equal(run(argv, env, hooked), 0);
+  assert_int_equal(run_preloaded(argv, path, "PPRT_HEAP_RATE=1", hooked), 0);
   size_t a, b;
   char *x = read_file(plain, &a), *y = read_file(hooked, &b);
   assert_non_null(x);
@@ -223,8 +228,6 @@ static void test_entry_points_keep_libc_semantics(void **state) {
   free(x);
   free(y);
   /* and every call was seen: the profile has the program's allocations */
-  char path[300];
-  snprintf(path, sizeof path, "%s/entry.pb.gz", tmpdir);
   Pprt__Profile *p = decode_file(path);
   assert_true(p->n_sample > 5);
   pprt__profile_decoded_free(p);
@@ -232,21 +235,17 @@ static void test_entry_points_keep_libc_semantics(void **state) {
 
 static void test_bad_rate_is_one_line(void **state) {
   (void)state;
-  char out[256], penv[300], preload[600];
+  char out[256], path[300];
   snprintf(out, sizeof out, "%s/bad.txt", tmpdir);
-  snprintf(penv, sizeof penv, "PPRT_HEAPPROFILE=%s/bad.pb.gz", tmpdir);
-  snprintf(preload, sizeof preload, "LD_PRELOAD=%s", PRELOAD_LIB);
-  const char *env[] = {preload, penv, "PPRT_HEAP_RATE=lots", NULL};
+  snprintf(path, sizeof path, "%s/bad.pb.gz", tmpdir);
   char *argv[] = {(char *)HEAP_SITES, "1", NULL};
-  assert_int_equal(run(argv, env, out), 0);
+  assert_int_equal(run_preloaded(argv, path, "PPRT_HEAP_RATE=lots", out), 0);
   size_t n;
   char *text = read_file(out, &n);
   assert_non_null(text);
   assert_string_equal(text,
                       "pprt: PPRT_HEAP_RATE=lots is not a number of bytes (1 or more); not profiling\n");
   free(text);
-  char path[300];
-  snprintf(path, sizeof path, "%s/bad.pb.gz", tmpdir);
   assert_int_equal(access(path, F_OK), -1);
 }
 
@@ -255,13 +254,10 @@ static void test_bad_rate_is_one_line(void **state) {
  * the site's callers up to main on every sample. */
 static void test_nofp_program_keeps_callers(void **state) {
   (void)state;
-  char path[256], penv[300], preload[600];
+  char path[256];
   snprintf(path, sizeof path, "%s/nofp.pb.gz", tmpdir);
-  snprintf(penv, sizeof penv, "PPRT_HEAPPROFILE=%s", path);
-  snprintf(preload, sizeof preload, "LD_PRELOAD=%s", PRELOAD_LIB);
-  const char *env[] = {preload, penv, "PPRT_HEAP_RATE=4096", NULL};
   char *argv[] = {(char *)HEAP_NOFP, "16", NULL};
-  assert_int_equal(run(argv, env, NULL), 0);
+  assert_int_equal(run_preloaded(argv, path, "PPRT_HEAP_RATE=4096", NULL), 0);
   Pprt__Profile *p = decode_file(path);
   int64_t at_site = 0, whole = 0;
   for (size_t i = 0; i < p->n_sample; i++) {
