@@ -76,4 +76,15 @@ static inline void check_text_error(const http_resp *r, int status, const char *
     fail_msg("body [%s] lacks [%s]", (char *)r->body, needle);
 }
 
+/* GETs path and checks the text error as check_text_error does; returns
+ * whether the response marked itself as Go's pprof would (go_pprof). */
+static inline int get_text_error(int port, const char *path, int timeout_s, int status,
+                                 const char *needle) {
+  http_resp r = http_get(port, path, timeout_s);
+  check_text_error(&r, status, needle);
+  int go_pprof = r.go_pprof;
+  http_free(&r);
+  return go_pprof;
+}
+
 #endif /* PPRT_TESTS_HTTP_CHECK_H */

@@ -1,5 +1,5 @@
 /* A program that blocks signals in its threads the way thread pools do, for
- * the preload library's signal-mask tests (test_sigmask.c runs it).
+ * the preload library's signal-mask tests (preload_sigmask.c runs it).
  *
  *   sigmask_victim workers SECONDS
  *     Two workers each spin for SECONDS of their own CPU time: "inherited",
@@ -37,6 +37,7 @@
 
 #include "pprt.h"
 #include "spin.h"
+#include "victim_check.h"
 
 static uint64_t thread_id(void) {
 #ifdef __linux__
@@ -109,17 +110,6 @@ static void on_sigprof(int sig, siginfo_t *info, void *uc) {
   atomic_fetch_add(&handled, 1);
 }
 
-#define CHECK(what, cond, ...)                                                                     \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      printf("FAIL %s: ", what);                                                                   \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-      fflush(stdout);                                                                              \
-      _exit(1);                                                                                    \
-    }                                                                                              \
-  } while (0)
-
 static sigset_t prof_set(void) {
   sigset_t s;
   sigemptyset(&s);
@@ -166,11 +156,6 @@ static void expect_handled(const char *what, int n) {
   if (n > 0)
     CHECK(what, pthread_equal(atomic_load(&handler_thread), pthread_self()),
           "the handler ran on another thread");
-}
-
-static void ok(const char *what) {
-  printf("ok %s\n", what);
-  fflush(stdout);
 }
 
 /* The steps between the main thread (profile start and stop, signals from

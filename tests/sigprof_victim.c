@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "spin.h"
+#include "victim_check.h"
 
 extern char **environ;
 
@@ -71,22 +72,6 @@ static void *spinner(void *arg) {
   while (!atomic_load(&stop_spinning))
     spin(1000000);
   return NULL;
-}
-
-#define CHECK(what, cond, ...)                                                                     \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      printf("FAIL %s: ", what);                                                                   \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-      fflush(stdout);                                                                              \
-      _exit(1);                                                                                    \
-    }                                                                                              \
-  } while (0)
-
-static void ok(const char *what) {
-  printf("ok %s\n", what);
-  fflush(stdout);
 }
 
 /* ---- exec ------------------------------------------------------------------------------ */

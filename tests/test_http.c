@@ -369,10 +369,7 @@ static void test_errors(void **state) {
       "/debug/pprof/heap?seconds=abc",    "/debug/pprof/allocs?seconds=1.5",
       "/debug/pprof/trace?seconds=x",     "/debug/pprof/heap?seconds=1&debug=1"};
   for (size_t i = 0; i < sizeof bad_seconds / sizeof bad_seconds[0]; i++) {
-    http_resp r = http_get(s.port, bad_seconds[i], 10);
-    check_text_error(&r, 400, "Bad Request");
-    assert_true(r.go_pprof);
-    http_free(&r);
+    assert_true(get_text_error(s.port, bad_seconds[i], 10, 400, "Bad Request"));
   }
   static const char *const missing[] = {"/debug/pprof/block",
                                         "/debug/pprof/mutex",
@@ -383,11 +380,8 @@ static void test_errors(void **state) {
                                         "/",
                                         "/metrics",
                                         "/debug/pprof/heap/../heap"};
-  for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++) {
-    http_resp r = http_get(s.port, missing[i], 10);
-    check_text_error(&r, 404, NULL);
-    http_free(&r);
-  }
+  for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++)
+    get_text_error(s.port, missing[i], 10, 404, NULL);
   /* Traversal, raw and encoded: never a 200. */
   static const char *const traversal[] = {"/debug/pprof/../x",
                                           "/debug/pprof/../../etc/passwd",
@@ -431,10 +425,8 @@ static void test_errors(void **state) {
   pthread_t t;
   pthread_create(&t, NULL, cpu_request, &first);
   usleep(500000);
-  r = http_get(s.port, "/debug/pprof/profile?seconds=1", 10);
-  check_text_error(&r, 500, "Could not enable CPU profiling: cpu profiling already in use");
-  assert_true(r.go_pprof);
-  http_free(&r);
+  assert_true(get_text_error(s.port, "/debug/pprof/profile?seconds=1", 10, 500,
+                             "Could not enable CPU profiling: cpu profiling already in use"));
   pthread_join(t, NULL);
   Pprt__Profile *p = check_profile(&first.r, "profile", cpu_types, NULL);
   pprt__profile_decoded_free(p);
@@ -442,10 +434,8 @@ static void test_errors(void **state) {
 
   /* The program's own CPU profile (PPRT_CPUPROFILE, pprt_cpu_start): 409. */
   assert_int_equal(command(&s, 'c'), 0);
-  r = http_get(s.port, "/debug/pprof/profile?seconds=1", 10);
-  check_text_error(&r, 409, "already recording a CPU profile of its own");
-  assert_true(r.go_pprof);
-  http_free(&r);
+  assert_true(get_text_error(s.port, "/debug/pprof/profile?seconds=1", 10, 409,
+                             "already recording a CPU profile of its own"));
   assert_int_equal(command(&s, 'C'), 0);
   p = get_profile(s.port, "/debug/pprof/profile?seconds=1", 20, "profile", cpu_types, NULL);
   pprt__profile_decoded_free(p);

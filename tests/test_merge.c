@@ -72,6 +72,14 @@ static Pprt__Profile *merged(cli_merge *m) {
   return d;
 }
 
+/* A new merge, grouped by a label when `by` is not NULL. */
+static cli_merge *new_merge(const char *by) {
+  cli_merge *m = cli_merge_new();
+  if (by)
+    assert_int_equal(cli_merge_group_by(m, by), CLI_OK);
+  return m;
+}
+
 /* Adds a profile that the merge must take. */
 static void add_ok(cli_merge *m, Pprt__Profile *p, const char *file) {
   assert_int_equal(cli_merge_add(m, "test", p, file), CLI_OK);
@@ -107,7 +115,7 @@ static void test_header_rules_and_samples(void **state) {
   (void)state;
   Pprt__Profile *a = make(cpu_types, 11, "cc1", 4000000, 2000, 50, "lost samples 0");
   Pprt__Profile *b = make(cpu_types, 12, "as", 10000000, 1000, 70, "lost samples 2");
-  cli_merge *m = cli_merge_new();
+  cli_merge *m = new_merge(NULL);
   assert_non_null(m);
   add_ok(m, a, "a.pb.gz");
   add_ok(m, b, "b.pb.gz");
@@ -150,7 +158,7 @@ static void test_other_sample_types_refused(void **state) {
   (void)state;
   Pprt__Profile *a = make(cpu_types, 11, "cc1", 4000000, 2000, 50, "x");
   Pprt__Profile *h = make(heap_types, 12, "as", 524288, 1000, 0, "y");
-  cli_merge *m = cli_merge_new();
+  cli_merge *m = new_merge(NULL);
   add_ok(m, a, "cpu.pb.gz");
   assert_int_equal(cli_merge_add(m, "test", h, "heap.pb.gz"), CLI_EINPUT);
   assert_int_equal(cli_merge_count(m), 1);
@@ -162,10 +170,9 @@ static void test_other_sample_types_refused(void **state) {
 
 static void test_group_by_adds_a_root(void **state) {
   (void)state;
+  cli_merge *m = new_merge("process");
   Pprt__Profile *a = make(cpu_types, 11, "cc1", 4000000, 2000, 50, "x");
   Pprt__Profile *b = make(cpu_types, 12, "as", 4000000, 1000, 70, "y");
-  cli_merge *m = cli_merge_new();
-  assert_int_equal(cli_merge_group_by(m, "process"), CLI_OK);
   add_ok(m, a, "a");
   add_ok(m, b, "b");
   Pprt__Profile *p = merged(m);
