@@ -8,7 +8,6 @@
 
 #include <stdint.h>
 #include <sys/resource.h>
-#include <sys/time.h>
 #include <time.h>
 
 /* The calling thread's CPU time, in nanoseconds and in seconds. */
@@ -29,9 +28,8 @@ static inline double thread_cpu(void) {
 static inline double process_cpu(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  struct timeval t;
-  timeradd(&ru.ru_utime, &ru.ru_stime, &t);
-  return (double)t.tv_sec + (double)t.tv_usec / 1e6;
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 /* n steps of an LCG from x; the empty asm keeps each step. */
