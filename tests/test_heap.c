@@ -106,7 +106,7 @@ static int remove_dir(void **state) {
  * and `rate_env` (PPRT_HEAP_RATE=...) set; returns its exit status. */
 static int run_preloaded(char *const argv[], const char *profile, const char *rate_env,
                          const char *out_path) {
-  char penv[300];
+  char penv[512];
   snprintf(penv, sizeof penv, "PPRT_HEAPPROFILE=%s", profile);
   const char *env[] = {"LD_PRELOAD=" PRELOAD_LIB, penv, rate_env, NULL};
   return run(argv, env, out_path);
