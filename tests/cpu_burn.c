@@ -21,7 +21,9 @@ static double seconds;
 
 __attribute__((noinline)) void burn_hot_inner(void);
 void burn_hot_inner(void) {
-  sink = lcg_rounds(sink, 200000);
+  unsigned long x = sink;
+  LCG_ROUNDS(x, 200000);
+  sink = x;
 }
 
 __attribute__((noinline)) static void burn_hot_outer(void) {

@@ -25,7 +25,9 @@ static double now(void) {
 
 __attribute__((noinline)) void http_hot_loop(void);
 void http_hot_loop(void) {
-  sink = lcg_rounds(sink, 20000);
+  unsigned long x = sink;
+  LCG_ROUNDS(x, 20000);
+  sink = x;
 }
 
 __attribute__((noinline)) void http_alloc_site(unsigned long round);

@@ -56,7 +56,7 @@ static volatile unsigned long sink;
 
 /* Spins for ns of the calling thread's CPU time. */
 __attribute__((noinline)) static void spin(uint64_t ns) {
-  spin_cpu(ns, 20000, &sink);
+  SPIN_CPU(ns, 20000, sink);
 }
 
 /* ---- workers ------------------------------------------------------------------------ */

@@ -62,7 +62,7 @@ static volatile unsigned long sink;
 
 /* Spins for ns of the calling thread's CPU time. */
 __attribute__((noinline)) static void spin(uint64_t ns) {
-  spin_cpu(ns, 2000, &sink);
+  SPIN_CPU(ns, 2000, sink);
 }
 
 static atomic_int stop_spinning;

@@ -41,7 +41,7 @@ static int pending_here(void) {
 static volatile unsigned long sink;
 
 static void spin(uint64_t ns) {
-  spin_cpu(ns, 10000, &sink);
+  SPIN_CPU(ns, 10000, sink);
 }
 
 struct result {

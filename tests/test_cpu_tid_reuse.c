@@ -48,7 +48,9 @@ static _Atomic pid_t g_tid;
 
 __attribute__((noinline)) void burn_reused(void);
 void burn_reused(void) {
-  sink = lcg_rounds(sink, 100000);
+  unsigned long x = sink;
+  LCG_ROUNDS(x, 100000);
+  sink = x;
 }
 
 /* A: lives through a rescan or two, idle, then ends. */

@@ -67,7 +67,9 @@ static void *kept[64];
 
 __attribute__((noinline)) void http_test_hot(void);
 void http_test_hot(void) {
-  sink = lcg_rounds(sink, 20000);
+  unsigned long x = sink;
+  LCG_ROUNDS(x, 20000);
+  sink = x;
 }
 
 __attribute__((noinline)) void http_test_alloc(unsigned long r);
