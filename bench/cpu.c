@@ -85,6 +85,7 @@
 #include "core/unwind.h"
 #include "pprt.h"
 
+#include "bench/bench_util.h"
 #include "bench/cpu_handler.h"
 
 #define THREADS 2
@@ -102,20 +103,6 @@ static char tmpdir[] = "/tmp/pprt-bench-cpu.XXXXXX";
 static char gperf_lib[4096]; /* "" when gperftools is not there */
 
 /* ---- small helpers -------------------------------------------------------------- */
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, int n) {
-  double s[MAX_ROUNDS * 64];
-  if (n <= 0)
-    return NAN;
-  memcpy(s, v, (size_t)n * sizeof *s);
-  qsort(s, (size_t)n, sizeof *s, cmp_double);
-  return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
 
 static char *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -287,12 +274,13 @@ typedef struct profile_info {
   double period_ns; /* gperftools: the sampling period */
 } profile_info;
 
+/* The location with this id. pprt numbers its locations 1..n in order, so
+ * the search starts at index id - 1 (and wraps round for other writers). */
 static const Pprt__Location *location(const Pprt__Profile *p, uint64_t id) {
-  if (id >= 1 && id <= p->n_location && p->location[id - 1]->id == id)
-    return p->location[id - 1];
-  for (size_t i = 0; i < p->n_location; i++)
-    if (p->location[i]->id == id)
-      return p->location[i];
+  size_t at = id >= 1 && id <= p->n_location ? (size_t)(id - 1) : 0;
+  for (size_t k = 0; k < p->n_location; k++, at = (at + 1) % p->n_location)
+    if (p->location[at]->id == id)
+      return p->location[at];
   return NULL;
 }
 
@@ -513,10 +501,12 @@ done:
   return r;
 }
 
-static double calibrate(void) {
+/* The leaf iterations per CPU-second of a workload program (BENCH_CPU_WORK
+ * or BENCH_CPU_PERIODIC), 0 when it cannot say. */
+static double calibrate(char *program) {
   char out[256], errpath[256];
   snprintf(errpath, sizeof errpath, "%s/stderr-calibrate", tmpdir);
-  char *argv[] = {BENCH_CPU_WORK, "calibrate", "0.3", NULL};
+  char *argv[] = {program, "calibrate", "0.3", NULL};
   config none = {"calibrate", PROF_NONE, 0, NULL, 0};
   double n = 0;
   const char *v;
@@ -1611,19 +1601,6 @@ static void bench_sample_cost(void) {
            off[K_PERF][0] ? "perf unavailable" : "too few cycles of a class");
 }
 
-static double calibrate_periodic(void) {
-  char out[256], errpath[256];
-  snprintf(errpath, sizeof errpath, "%s/stderr-calibrate", tmpdir);
-  char *argv[] = {BENCH_CPU_PERIODIC, "calibrate", "0.3", NULL};
-  config none = {"calibrate", PROF_NONE, 0, NULL, 0};
-  double n = 0;
-  const char *v;
-  if (spawn(&none, "", argv, out, sizeof out, errpath) == 0 && (v = field(out, "ips")))
-    n = atof(v);
-  unlink(errpath);
-  return n;
-}
-
 /* ---- main ------------------------------------------------------------------------------ */
 
 static void verdict(const char *what, int met) {
@@ -1656,12 +1633,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   find_gperftools();
-  if (work_seconds > 0 && !((ips = calibrate()) > 0)) {
+  if (work_seconds > 0 && !((ips = calibrate(BENCH_CPU_WORK)) > 0)) {
     fprintf(stderr, "bench/cpu: cannot run %s\n", BENCH_CPU_WORK);
     rmdir(tmpdir);
     return 1;
   }
-  if (sweep_seconds > 0 && !((periodic_ips = calibrate_periodic()) > 0)) {
+  if (sweep_seconds > 0 && !((periodic_ips = calibrate(BENCH_CPU_PERIODIC)) > 0)) {
     fprintf(stderr, "bench/cpu: cannot run %s\n", BENCH_CPU_PERIODIC);
     rmdir(tmpdir);
     return 1;

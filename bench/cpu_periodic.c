@@ -57,6 +57,7 @@
 #include <time.h>
 
 #include "sigcount.h"
+#include "workload_window.h"
 
 #define MAX_THREADS 64
 #define MAX_CYCLES 100000000ull
@@ -73,12 +74,6 @@
 extern const char __start_pprt_bench_spin_60[], __stop_pprt_bench_spin_60[];
 extern const char __start_pprt_bench_spin_30[], __stop_pprt_bench_spin_30[];
 extern const char __start_pprt_bench_spin_10[], __stop_pprt_bench_spin_10[];
-
-static uint64_t clock_ns(clockid_t id) {
-  struct timespec ts;
-  clock_gettime(id, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The CPU's counter, read without a call; ticks_per_ns converts. */
 static inline __attribute__((always_inline)) uint64_t counter(void) {
@@ -171,12 +166,6 @@ static int lockstep;
 static uint64_t period_ns, ncycles, iterations[3];
 static uint64_t end_cycle; /* lockstep: the clock cycle to stop at */
 
-/* The timed window: from the first worker past the start barrier to the
- * last one done. */
-static atomic_int started, finished;
-static int nworkers;
-static uint64_t window_t0, window_c0, window_t1, window_c1;
-
 /* The thread's context switches so far. */
 static long switches(void) {
   struct rusage ru;
@@ -238,14 +227,7 @@ static int cycle_clock(worker *w) {
 
 static void *worker_main(void *arg) {
   worker *w = arg;
-  void (*register_thread)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "ProfilerRegisterThread");
-  if (register_thread)
-    register_thread();
-  pthread_barrier_wait(w->start);
-  if (atomic_fetch_add(&started, 1) == 0) {
-    window_t0 = clock_ns(CLOCK_MONOTONIC);
-    window_c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-  }
+  window_enter(w->start);
   unsigned long signals0 = sigcount_thread;
   uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
   if (lockstep) {
@@ -258,10 +240,7 @@ static void *worker_main(void *arg) {
   }
   w->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
   w->signals = sigcount_thread - signals0;
-  if (atomic_fetch_add(&finished, 1) == nworkers - 1) {
-    window_t1 = clock_ns(CLOCK_MONOTONIC);
-    window_c1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-  }
+  window_leave();
   return NULL;
 }
 

@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "sigcount.h"
+#include "workload_window.h"
 
 #define MAX_THREADS 64
 
@@ -43,32 +44,21 @@ extern const char __start_pprt_bench_leaf_a[], __stop_pprt_bench_leaf_a[];
 extern const char __start_pprt_bench_leaf_b[], __stop_pprt_bench_leaf_b[];
 
 /* The two leaves do the same work; their constants differ so that no
- * compiler folds them into one function. */
-__attribute__((noinline, section("pprt_bench_leaf_a"))) uint64_t leaf_a(uint64_t n);
-uint64_t leaf_a(uint64_t n) {
-  uint64_t x = UINT64_C(88172645463325252);
-  for (uint64_t i = 0; i < n; i++) {
-    x = x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
-    __asm__ volatile("" : "+r"(x));
+ * compiler folds them into one function. Each is in section
+ * pprt_bench_<name>. */
+#define LEAF(name, seed, increment)                                                                \
+  __attribute__((noinline, section("pprt_bench_" #name))) uint64_t name(uint64_t n);               \
+  uint64_t name(uint64_t n) {                                                                      \
+    uint64_t x = UINT64_C(seed);                                                                   \
+    for (uint64_t i = 0; i < n; i++) {                                                             \
+      x = x * UINT64_C(6364136223846793005) + UINT64_C(increment);                                 \
+      __asm__ volatile("" : "+r"(x));                                                              \
+    }                                                                                              \
+    return x;                                                                                      \
   }
-  return x;
-}
 
-__attribute__((noinline, section("pprt_bench_leaf_b"))) uint64_t leaf_b(uint64_t n);
-uint64_t leaf_b(uint64_t n) {
-  uint64_t x = UINT64_C(88172645463325253);
-  for (uint64_t i = 0; i < n; i++) {
-    x = x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963409);
-    __asm__ volatile("" : "+r"(x));
-  }
-  return x;
-}
-
-static uint64_t clock_ns(clockid_t id) {
-  struct timespec ts;
-  clock_gettime(id, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+LEAF(leaf_a, 88172645463325252, 1442695040888963407)
+LEAF(leaf_b, 88172645463325253, 1442695040888963409)
 
 typedef struct worker {
   int index;
@@ -80,13 +70,6 @@ typedef struct worker {
   long preempted;        /* involuntary context switches over its work */
   uint64_t result;
 } worker;
-
-/* The timed window: from the first worker past the start barrier to the
- * last one done, as the workers see it (main may wake late on a busy
- * machine). */
-static atomic_int started, finished;
-static int nworkers;
-static uint64_t window_t0, window_c0, window_t1, window_c1;
 
 /* depth frames of this function above the leaf. The asm after the call
  * keeps it from being a tail call (or a loop). */
@@ -100,14 +83,7 @@ __attribute__((noinline)) static uint64_t descend(const worker *w, int depth) {
 
 static void *worker_main(void *arg) {
   worker *w = arg;
-  void (*register_thread)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "ProfilerRegisterThread");
-  if (register_thread)
-    register_thread();
-  pthread_barrier_wait(w->start);
-  if (atomic_fetch_add(&started, 1) == 0) {
-    window_t0 = clock_ns(CLOCK_MONOTONIC);
-    window_c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-  }
+  window_enter(w->start);
   struct rusage ru0, ru1;
   getrusage(RUSAGE_THREAD, &ru0);
   uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -117,10 +93,7 @@ static void *worker_main(void *arg) {
   w->signals = sigcount_thread - signals0;
   getrusage(RUSAGE_THREAD, &ru1);
   w->preempted = ru1.ru_nivcsw - ru0.ru_nivcsw;
-  if (atomic_fetch_add(&finished, 1) == nworkers - 1) {
-    window_t1 = clock_ns(CLOCK_MONOTONIC);
-    window_c1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-  }
+  window_leave();
   return NULL;
 }
 

@@ -26,6 +26,8 @@
 
 #include "pprt.h"
 
+#include "bench_util.h"
+
 #define MAX_ROUNDS 101
 #define NWORK 2
 
@@ -205,17 +207,6 @@ static int probe(int i) {
   }
   snprintf(versions[i], sizeof versions[i], "%s", r.version);
   return 1;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Sorts v. */
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* ---- the slow path in this process, through the custom-allocator API -------- */

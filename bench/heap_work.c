@@ -22,6 +22,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
+
 #define SIZE 64
 #define WINDOW 4096
 #define SLICES 31
@@ -67,11 +69,6 @@ static double timed(void (*loop)(long), long n) {
   double t0 = now_ns();
   loop(n);
   return (now_ns() - t0) / (double)n;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* Which allocator serves malloc, found by the symbols it exports, and its

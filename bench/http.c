@@ -35,6 +35,8 @@
 #include "core/profile.h"
 #include "tests/http_client.h"
 
+#include "bench_util.h"
+
 enum { BARE, IDLE, SCRAPED, NCONFIG };
 static const char *const labels[NCONFIG] = {"no pprt", "endpoint, not scraped",
                                             "endpoint, scraped"};
@@ -173,11 +175,6 @@ static double run(int c, double seconds, double *cpu_rate, double *other) {
   return atof(r + 6);
 }
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 3;
   double seconds = argc > 2 ? atof(argv[2]) : 10;
@@ -200,17 +197,17 @@ int main(int argc, char **argv) {
     pair_idle[r] = cpu[SCRAPED][r] / cpu[IDLE][r];
     pair_bare[r] = cpu[SCRAPED][r] / cpu[BARE][r];
   }
-  qsort(pair_idle, (size_t)rounds, sizeof pair_idle[0], cmp);
-  qsort(pair_bare, (size_t)rounds, sizeof pair_bare[0], cmp);
+  qsort(pair_idle, (size_t)rounds, sizeof pair_idle[0], cmp_double);
+  qsort(pair_bare, (size_t)rounds, sizeof pair_bare[0], cmp_double);
   double med[NCONFIG], cmed[NCONFIG], omed[NCONFIG];
   printf("bench/http: %d round(s) of %.0f s; %s; rounds of work, median\n", rounds, seconds,
          g_clients <= 2 ? "scraper: CPU profiles back to back + allocs?seconds=1 and heap"
                         : "scrapers: clients cycling heap, 1 s CPU, allocs deltas");
   printf("  %-24s %12s %14s %18s\n", "", "per second", "per CPU-second", "pprt's threads' CPU");
   for (int c = 0; c < NCONFIG; c++) {
-    qsort(rate[c], (size_t)rounds, sizeof rate[c][0], cmp);
-    qsort(cpu[c], (size_t)rounds, sizeof cpu[c][0], cmp);
-    qsort(other[c], (size_t)rounds, sizeof other[c][0], cmp);
+    qsort(rate[c], (size_t)rounds, sizeof rate[c][0], cmp_double);
+    qsort(cpu[c], (size_t)rounds, sizeof cpu[c][0], cmp_double);
+    qsort(other[c], (size_t)rounds, sizeof other[c][0], cmp_double);
     omed[c] = other[c][rounds / 2];
     med[c] = rate[c][rounds / 2];
     cmed[c] = cpu[c][rounds / 2];

@@ -28,6 +28,7 @@
 #include "core/platform.h"
 #include "core/profile.h"
 #include "core/symbolize.h"
+#include "tests/membuf.h"
 
 #define SAMPLES 100000
 #define STACKS 10000
@@ -216,26 +217,6 @@ static int run_reader(const char *arg) {
   return 0;
 }
 
-typedef struct membuf {
-  uint8_t *data;
-  size_t len, cap;
-} membuf;
-
-static int mem_write(void *ctx, const void *data, size_t len) {
-  membuf *m = ctx;
-  if (m->len + len > m->cap) {
-    size_t cap = (m->len + len) * 2;
-    uint8_t *d = realloc(m->data, cap);
-    if (d == NULL)
-      return -ENOMEM;
-    m->data = d;
-    m->cap = cap;
-  }
-  memcpy(m->data + m->len, data, len);
-  m->len += len;
-  return 0;
-}
-
 /* What mode lines found, counted in a profile written here (unmeasured):
  * locations with a file:line, and Lines of inlined functions. */
 static void count_lines(size_t *with_line, size_t *nlocs, size_t *inlined) {
@@ -245,7 +226,7 @@ static void count_lines(size_t *with_line, size_t *nlocs, size_t *inlined) {
   Pprt__Profile *prof = NULL;
   char err[128];
   pprt_set_symbolize(PPRT_SYMBOLIZE_LINES);
-  if (p == NULL || pprt__profile_write_os(p, 1, (pprt_writer){mem_write, &m}) != 0 ||
+  if (p == NULL || pprt__profile_write_os(p, 1, mem_writer(&m)) != 0 ||
       pprt__profile_decode(m.data, m.len, &prof, err, sizeof err) != 0)
     return;
   for (size_t i = 0; i < prof->n_location; i++) {
@@ -256,7 +237,7 @@ static void count_lines(size_t *with_line, size_t *nlocs, size_t *inlined) {
   }
   pprt__profile_decoded_free(prof);
   pprt__profile_free(p);
-  free(m.data);
+  mem_free(&m);
 }
 
 typedef struct result {

@@ -18,6 +18,8 @@
 #include "core/platform.h"
 #include "core/ring.h"
 
+#include "bench_util.h"
+
 #define HDR 2
 #define RING_WORDS (1u << 17) /* the CPU profiler's ring: 1 MiB */
 
@@ -226,13 +228,7 @@ static double bench_reader(size_t npcs) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1) {
-    seconds = atof(argv[1]);
-    if (!(seconds > 0)) {
-      fprintf(stderr, "usage: %s [seconds per measurement > 0]\n", argv[0]);
-      return 2;
-    }
-  }
+  seconds = seconds_arg(argc, argv, seconds);
   printf("pprt ring benchmark: %u-word ring, %d header words, reader %s\n", RING_WORDS, HDR,
          pprt__os_reader_blocks ? "blocking" : "poll");
 

@@ -29,7 +29,6 @@
  * "soak: FAIL ..." naming what went wrong (the watchdog aborts instead).
  *
  * Linux only: the leak checks read /proc. */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -45,6 +44,7 @@
 #include "core/profile.h"
 #include "core/trace.h"
 #include "pprt.h"
+#include "tests/proc_counts.h"
 
 /* ---- options, skips and failure ------------------------------------------------------ */
 
@@ -322,6 +322,14 @@ static void must(actor *a, int rc, const char *call) {
     fail("%s: %s: %s", a->name, call, pprt_strerror(rc));
 }
 
+/* A pprt call that must succeed, as the actor's phase while it runs. */
+#define MUST(a, name, call)                                                                        \
+  do {                                                                                             \
+    enter(a, name);                                                                                \
+    must(a, call, name);                                                                           \
+    leave(a);                                                                                      \
+  } while (0)
+
 /* Sleeps up to ms, in steps, returning early when the round ends. */
 static void pause_ms(actor *a, unsigned ms) {
   (void)a;
@@ -362,9 +370,7 @@ static void *cpu_actor(void *arg) {
       fail("%s: a second pprt_cpu_start gave %d, want -EBUSY", a->name, rc);
     pause_ms(a, pick(a, 300));
     stop_serialize(1);
-    enter(a, "pprt_cpu_stop");
-    must(a, pprt_cpu_stop(), "pprt_cpu_stop");
-    leave(a);
+    MUST(a, "pprt_cpu_stop", pprt_cpu_stop());
     stop_serialize(0);
     check_profile(a, "cpu", &s, NULL);
     sink_close(&s);
@@ -377,16 +383,12 @@ static void *heap_actor(void *arg) {
   actor *a = arg;
   static const size_t rates[] = {0, 1, 512, 4096, 65536, 524288};
   while (!atomic_load(&g_round_over)) {
-    enter(a, "pprt_heap_set_rate");
-    must(a, pprt_heap_set_rate(rates[pick(a, 6)]), "pprt_heap_set_rate");
-    leave(a);
+    MUST(a, "pprt_heap_set_rate", pprt_heap_set_rate(rates[pick(a, 6)]));
     for (unsigned n = pick(a, 4); n > 0 && !atomic_load(&g_round_over); n--) {
       pause_ms(a, pick(a, 100));
       sink s;
       pprt_writer w = sink_open(&s, 1);
-      enter(a, "pprt_heap_write");
-      must(a, pprt_heap_write(w), "pprt_heap_write");
-      leave(a);
+      MUST(a, "pprt_heap_write", pprt_heap_write(w));
       check_profile(a, "heap", &s, NULL);
       sink_close(&s);
     }
@@ -406,15 +408,11 @@ static void *trace_actor(void *arg) {
       o.no_symbolize = (int)pick(a, 2);
       sink s;
       pprt_writer w = sink_open(&s, 1);
-      enter(a, "pprt_trace_start");
-      must(a, pprt_trace_start(&o, w), "pprt_trace_start");
-      leave(a);
+      MUST(a, "pprt_trace_start", pprt_trace_start(&o, w));
       atomic_fetch_add(&g_sessions, 1);
       pause_ms(a, pick(a, 300));
       stop_serialize(1);
-      enter(a, "pprt_trace_stop");
-      must(a, pprt_trace_stop(), "pprt_trace_stop");
-      leave(a);
+      MUST(a, "pprt_trace_stop", pprt_trace_stop());
       stop_serialize(0);
       check_trace(a, "trace", &s);
       sink_close(&s);
@@ -425,15 +423,11 @@ static void *trace_actor(void *arg) {
       o.max_bytes = pick(a, 2) ? 1u << 20 : 0;
       o.max_age_ns = pick(a, 2) ? 200000000u : 0;
       o.buffer_limit = pick(a, 2) ? 256u << 10 : 0;
-      enter(a, "pprt_flight_start");
-      must(a, pprt_flight_start(&o), "pprt_flight_start");
-      leave(a);
+      MUST(a, "pprt_flight_start", pprt_flight_start(&o));
       atomic_fetch_add(&g_sessions, 1);
       pause_ms(a, pick(a, 400));
       stop_serialize(1);
-      enter(a, "pprt_flight_stop");
-      must(a, pprt_flight_stop(), "pprt_flight_stop");
-      leave(a);
+      MUST(a, "pprt_flight_stop", pprt_flight_stop());
       stop_serialize(0);
     }
     pause_ms(a, pick(a, 50));
@@ -526,14 +520,10 @@ static void *worker(void *arg) {
   static const size_t sizes[] = {16, 100, 1000, 8192, 65536};
   uint64_t end = now_ns() + 1000000u * (5 + pick(a, 300));
   if (pick(a, 2)) {
-    enter(a, "pprt_thread_register");
-    must(a, pprt_thread_register(), "pprt_thread_register");
-    leave(a);
+    MUST(a, "pprt_thread_register", pprt_thread_register());
   }
   if (pick(a, 2)) {
-    enter(a, "pprt_thread_name");
-    must(a, pprt_thread_name(a->name), "pprt_thread_name");
-    leave(a);
+    MUST(a, "pprt_thread_name", pprt_thread_name(a->name));
   }
   volatile uint64_t burn = 0;
   while (g_skip[SKIP_EXIT_IN_STOP] ? !atomic_load(&g_workers_may_end)
@@ -614,33 +604,6 @@ static void *spawn_actor(void *arg) {
 }
 
 /* ---- what the process holds ------------------------------------------------------------ */
-
-static long count_dir(const char *path) {
-  DIR *d = opendir(path);
-  if (d == NULL)
-    return -1;
-  long n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL)
-    if (e->d_name[0] != '.')
-      n++;
-  closedir(d);
-  return n;
-}
-
-/* POSIX timers: one "ID:" line each in /proc/self/timers. */
-static long count_timers(void) {
-  FILE *f = fopen("/proc/self/timers", "r");
-  if (f == NULL)
-    return -1;
-  long n = 0;
-  char line[256];
-  while (fgets(line, sizeof line, f))
-    if (strncmp(line, "ID:", 3) == 0)
-      n++;
-  fclose(f);
-  return n;
-}
 
 typedef struct holdings {
   long fds, threads, timers;

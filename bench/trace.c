@@ -24,6 +24,8 @@
 #include "core/trace.h"
 #include "pprt.h"
 
+#include "bench_util.h"
+
 static double seconds = 1.0;
 
 static double now_s(void) {
@@ -209,13 +211,7 @@ static double bytes_per_event(long pairs, uint64_t gap_ns, uint64_t *dropped) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1) {
-    seconds = atof(argv[1]);
-    if (!(seconds > 0)) {
-      fprintf(stderr, "usage: %s [seconds per measurement > 0]\n", argv[0]);
-      return 2;
-    }
-  }
+  seconds = seconds_arg(argc, argv, seconds);
   pprt__ticks_info clock = pprt__os_ticks_init();
   printf("pprt trace benchmark: trace clock %s\n",
          clock.monotonic ? "the monotonic clock" : "the CPU counter");

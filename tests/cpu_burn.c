@@ -14,22 +14,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "spin.h"
+
 static volatile unsigned long sink;
 static double seconds;
-
-static double thread_cpu(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 __attribute__((noinline)) void burn_hot_inner(void);
 void burn_hot_inner(void) {
   unsigned long x = sink;
-  for (int i = 0; i < 200000; i++) {
-    x = x * 2862933555777941757ul + 3037000493ul;
-    __asm__ volatile("" : "+r"(x));
-  }
+  LCG_ROUNDS(x, 200000);
   sink = x;
 }
 

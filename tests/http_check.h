@@ -38,6 +38,17 @@ static inline Pprt__Profile *check_profile(const http_resp *r, const char *filen
   return p;
 }
 
+/* GETs a profile path and checks the response as check_profile does; the
+ * decoded profile outlives the response, which is freed. */
+static inline Pprt__Profile *get_profile(int port, const char *path, int timeout_s,
+                                         const char *filename, const char *const *types,
+                                         const char *dflt) {
+  http_resp r = http_get(port, path, timeout_s);
+  Pprt__Profile *p = check_profile(&r, filename, types, dflt);
+  http_free(&r);
+  return p;
+}
+
 __attribute__((unused)) static const char *const heap_types[] = {
     "alloc_objects", "alloc_space", "inuse_objects", "inuse_space", NULL};
 __attribute__((unused)) static const char *const cpu_types[] = {"samples", "cpu", NULL};
@@ -63,6 +74,17 @@ static inline void check_text_error(const http_resp *r, int status, const char *
   assert_string_equal(r->type, "text/plain; charset=utf-8");
   if (needle && strstr((char *)r->body, needle) == NULL)
     fail_msg("body [%s] lacks [%s]", (char *)r->body, needle);
+}
+
+/* GETs path and checks the text error as check_text_error does; returns
+ * whether the response marked itself as Go's pprof would (go_pprof). */
+static inline int get_text_error(int port, const char *path, int timeout_s, int status,
+                                 const char *needle) {
+  http_resp r = http_get(port, path, timeout_s);
+  check_text_error(&r, status, needle);
+  int go_pprof = r.go_pprof;
+  http_free(&r);
+  return go_pprof;
 }
 
 #endif /* PPRT_TESTS_HTTP_CHECK_H */

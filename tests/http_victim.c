@@ -12,6 +12,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "spin.h"
+
 static volatile unsigned long sink;
 static void *kept[256];
 
@@ -24,10 +26,7 @@ static double now(void) {
 __attribute__((noinline)) void http_hot_loop(void);
 void http_hot_loop(void) {
   unsigned long x = sink;
-  for (int i = 0; i < 20000; i++) {
-    x = x * 2862933555777941757ul + 3037000493ul;
-    __asm__ volatile("" : "+r"(x));
-  }
+  LCG_ROUNDS(x, 20000);
   sink = x;
 }
 
@@ -53,13 +52,7 @@ int main(int argc, char **argv) {
       http_alloc_site(rounds);
     }
   }
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  double mine = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  double cpu = process_cpu(), mine = thread_cpu();
   /* other_cpu: what threads other than this one (pprt's) used, per second
    * of this one's CPU time. */
   printf("rounds %lu\nrate %.1f\ncpu_rate %.1f\nother_cpu %.6f\n", rounds,

@@ -1,4 +1,5 @@
-/* Running a program under the preload library and reading what it wrote,
+/* Running a program under the preload library and reading what it wrote
+ * (the profile through tests/profile_util.h),
  * for the cmocka drivers of preload tests (preload_sigmask.c,
  * preload_sigprof.c), after <cmocka.h>: failures are cmocka assertions. */
 #ifndef PPRT_TESTS_PRELOAD_RUN_H
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/profile.h"
+#include "tests/profile_util.h"
 
 extern char **environ;
 
@@ -47,34 +49,6 @@ __attribute__((unused)) static int run(char *const argv[], const char *const env
   int status = 0;
   assert_int_equal(wait4(pid, &status, 0, ru), pid);
   return status;
-}
-
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  assert_non_null(buf);
-  *len = fread(buf, 1, (size_t)n, f);
-  buf[*len] = '\0';
-  fclose(f);
-  return buf;
-}
-
-static Pprt__Profile *decode_file(const char *path) {
-  size_t len = 0;
-  char *buf = read_file(path, &len);
-  if (buf == NULL)
-    fail_msg("no profile at %s", path);
-  Pprt__Profile *p = NULL;
-  char err[256];
-  if (pprt__profile_decode(buf, len, &p, err, sizeof err) != 0)
-    fail_msg("%s does not decode: %s", path, err);
-  free(buf);
-  return p;
 }
 
 static size_t cpu_index(const Pprt__Profile *p) {

@@ -55,6 +55,32 @@ static void assert_exit0(int status) {
   assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* Runs `sigprof_victim mode [arg]` under the preload library with a
+ * 1000 Hz CPU profile to <mode>.pb.gz (its path in prof), prints what it
+ * printed and fails unless it exited 0. */
+static void run_victim(const char *mode, const char *arg, char prof[512]) {
+  char out[512], env_prof[600];
+  snprintf(prof, 512, "%s/%s.pb.gz", out_dir(), mode);
+  snprintf(out, sizeof out, "%s/%s.out", out_dir(), mode);
+  snprintf(env_prof, sizeof env_prof, "PPRT_CPUPROFILE=%s", prof);
+  const char *env[] = {"LD_PRELOAD=" PRELOAD_LIB, env_prof, "PPRT_CPUPROFILE_HZ=1000", NULL};
+  char *argv[] = {VICTIM, (char *)mode, (char *)arg, NULL};
+  struct rusage ru;
+  int status = run(argv, env, out, &ru);
+  print_output(out);
+  assert_exit0(status);
+}
+
+/* The profile at prof has at least min_s of the spun_s seconds the victim
+ * spun sampled; what the message starts with says which run it was. */
+static void assert_sampled(const char *prof, const char *what, double spun_s, double min_s) {
+  Pprt__Profile *p = decode_file(prof);
+  double sampled = sampled_seconds(p, 0);
+  print_message("%s: %.3f s sampled of %.1f s spun\n", what, sampled, spun_s);
+  assert_true(sampled >= min_s);
+  pprt__profile_decoded_free(p);
+}
+
 /* ---- exec ----------------------------------------------------------------------------- */
 
 /* Runs `sigprof_victim exec how` n times; returns how many did not exit 0. */
@@ -89,58 +115,26 @@ static void test_exec(void **state) {
   failed += exec_runs("ignored", 20);
   assert_int_equal(failed, 0);
 
-  char prof[512], out[512], env_prof[600];
-  snprintf(prof, sizeof prof, "%s/exec-fail.pb.gz", out_dir());
-  snprintf(out, sizeof out, "%s/exec-fail.out", out_dir());
-  snprintf(env_prof, sizeof env_prof, "PPRT_CPUPROFILE=%s", prof);
-  const char *env[] = {"LD_PRELOAD=" PRELOAD_LIB, env_prof, "PPRT_CPUPROFILE_HZ=1000", NULL};
-  char *argv[] = {VICTIM, "exec-fail", NULL};
-  struct rusage ru;
-  int status = run(argv, env, out, &ru);
-  print_output(out);
-  assert_exit0(status);
-  Pprt__Profile *p = decode_file(prof);
-  double sampled = sampled_seconds(p, 0);
-  print_message("after a failed exec: %.3f s sampled of 0.5 s spun\n", sampled);
-  assert_true(sampled >= 0.3);
-  pprt__profile_decoded_free(p);
+  char prof[512];
+  run_victim("exec-fail", NULL, prof);
+  assert_sampled(prof, "after a failed exec", 0.5, 0.3);
 }
 
 /* ---- spawn ------------------------------------------------------------------------------- */
 
 static void test_spawn(void **state) {
   (void)state;
-  char prof[512], out[512], env_prof[600];
-  snprintf(prof, sizeof prof, "%s/spawn.pb.gz", out_dir());
-  snprintf(out, sizeof out, "%s/spawn.out", out_dir());
-  snprintf(env_prof, sizeof env_prof, "PPRT_CPUPROFILE=%s", prof);
-  const char *env[] = {"LD_PRELOAD=" PRELOAD_LIB, env_prof, "PPRT_CPUPROFILE_HZ=1000", NULL};
-  char *argv[] = {VICTIM, "spawn", "30", NULL};
-  struct rusage ru;
-  int status = run(argv, env, out, &ru);
-  print_output(out);
-  assert_exit0(status);
+  char prof[512];
+  run_victim("spawn", "30", prof);
 }
 
 /* ---- own_handler --------------------------------------------------------------------------- */
 
 static void test_own_handler(void **state) {
   (void)state;
-  char prof[512], out[512], env_prof[600];
-  snprintf(prof, sizeof prof, "%s/own-handler.pb.gz", out_dir());
-  snprintf(out, sizeof out, "%s/own-handler.out", out_dir());
-  snprintf(env_prof, sizeof env_prof, "PPRT_CPUPROFILE=%s", prof);
-  const char *env[] = {"LD_PRELOAD=" PRELOAD_LIB, env_prof, "PPRT_CPUPROFILE_HZ=1000", NULL};
-  char *argv[] = {VICTIM, "own-handler", NULL};
-  struct rusage ru;
-  int status = run(argv, env, out, &ru);
-  print_output(out);
-  assert_exit0(status);
-  Pprt__Profile *p = decode_file(prof);
-  double sampled = sampled_seconds(p, 0);
-  print_message("profile: %.3f s sampled of 2.2 s spun\n", sampled);
-  assert_true(sampled >= 1.0);
-  pprt__profile_decoded_free(p);
+  char prof[512];
+  run_victim("own-handler", NULL, prof);
+  assert_sampled(prof, "profile", 2.2, 1.0);
 }
 
 /* ---- sort ---------------------------------------------------------------------------------- */

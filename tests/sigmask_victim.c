@@ -1,5 +1,5 @@
 /* A program that blocks signals in its threads the way thread pools do, for
- * the preload library's signal-mask tests (test_sigmask.c runs it).
+ * the preload library's signal-mask tests (preload_sigmask.c runs it).
  *
  *   sigmask_victim workers SECONDS
  *     Two workers each spin for SECONDS of their own CPU time: "inherited",
@@ -36,6 +36,9 @@
 #endif
 
 #include "pprt.h"
+#include "sigprof_mask.h"
+#include "spin.h"
+#include "victim_check.h"
 
 static uint64_t thread_id(void) {
 #ifdef __linux__
@@ -49,23 +52,11 @@ static uint64_t thread_id(void) {
 #endif
 }
 
-static uint64_t cpu_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static volatile uint64_t sink;
+static volatile unsigned long sink;
 
 /* Spins for ns of the calling thread's CPU time. */
 __attribute__((noinline)) static void spin(uint64_t ns) {
-  uint64_t end = cpu_ns() + ns, x = sink;
-  while (cpu_ns() < end)
-    for (int i = 0; i < 20000; i++) {
-      x = x * 6364136223846793005u + 1442695040888963407u;
-      __asm__ volatile("" : "+r"(x));
-    }
-  sink = x;
+  SPIN_CPU(ns, 20000, sink);
 }
 
 /* ---- workers ------------------------------------------------------------------------ */
@@ -78,9 +69,9 @@ static void *work(void *name) {
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, NULL);
   }
-  uint64_t t0 = cpu_ns();
+  uint64_t t0 = thread_cpu_ns();
   spin((uint64_t)(seconds * 1e9));
-  uint64_t t1 = cpu_ns();
+  uint64_t t1 = thread_cpu_ns();
   printf("worker %s tid %llu cpu_ns %llu\n", (const char *)name, (unsigned long long)thread_id(),
          (unsigned long long)(t1 - t0));
   return NULL;
@@ -120,31 +111,6 @@ static void on_sigprof(int sig, siginfo_t *info, void *uc) {
   atomic_fetch_add(&handled, 1);
 }
 
-#define CHECK(what, cond, ...)                                                                     \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      printf("FAIL %s: ", what);                                                                   \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-      fflush(stdout);                                                                              \
-      _exit(1);                                                                                    \
-    }                                                                                              \
-  } while (0)
-
-static sigset_t prof_set(void) {
-  sigset_t s;
-  sigemptyset(&s);
-  sigaddset(&s, SIGPROF);
-  return s;
-}
-
-/* What pthread_sigmask tells the program of SIGPROF. */
-static int told_blocked(void) {
-  sigset_t cur;
-  pthread_sigmask(SIG_BLOCK, NULL, &cur);
-  return sigismember(&cur, SIGPROF) == 1;
-}
-
 /* What the kernel says (SigBlk in /proc), or -1 where it cannot be read. */
 static int kernel_blocks(uint64_t tid) {
   char path[64], buf[4096];
@@ -179,11 +145,6 @@ static void expect_handled(const char *what, int n) {
           "the handler ran on another thread");
 }
 
-static void ok(const char *what) {
-  printf("ok %s\n", what);
-  fflush(stdout);
-}
-
 /* The steps between the main thread (profile start and stop, signals from
  * outside) and the checking thread. */
 static atomic_int step;
@@ -202,7 +163,7 @@ static uint64_t checker_tid;
 static void *inherits(void *arg) {
   (void)arg;
   const char *what = "a thread created under a full mask";
-  CHECK(what, told_blocked(), "is not told SIGPROF is blocked");
+  CHECK(what, prof_masked(), "is not told SIGPROF is blocked");
   int k = kernel_blocks(thread_id());
   CHECK(what, k != 1, "has SIGPROF blocked in the kernel: no samples");
   ok("a thread created under a full mask is told its full mask, and is sampled");
@@ -219,7 +180,7 @@ static void *check(void *arg) {
   /* 1. The mask a program is told: its own. */
   pthread_sigmask(SIG_BLOCK, &prof, &old);
   CHECK("old mask", sigismember(&old, SIGPROF) == 0, "SIGPROF reported blocked before");
-  CHECK("told blocked", told_blocked(), "pthread_sigmask does not report SIGPROF blocked");
+  CHECK("told blocked", prof_masked(), "pthread_sigmask does not report SIGPROF blocked");
   sigprocmask(SIG_BLOCK, NULL, &s1);
   CHECK("told blocked", sigismember(&s1, SIGPROF) == 1, "sigprocmask does not report it");
   CHECK("kernel", kernel_blocks(checker_tid) != 1, "SIGPROF blocked in the kernel while profiling");
@@ -261,7 +222,7 @@ static void *check(void *arg) {
   pthread_sigmask(SIG_SETMASK, &all, &s2);
   CHECK("nested", sigismember(&s2, SIGPROF) == 1, "the inner save lost SIGPROF");
   pthread_sigmask(SIG_SETMASK, &s2, NULL);
-  CHECK("nested", told_blocked(), "restoring the inner save unblocked SIGPROF");
+  CHECK("nested", prof_masked(), "restoring the inner save unblocked SIGPROF");
   pthread_kill(pthread_self(), SIGPROF);
   expect_handled("nested", n);
   pthread_sigmask(SIG_SETMASK, &s1, NULL);
@@ -283,7 +244,7 @@ static void *check(void *arg) {
   int rc = sigsuspend(&s1);
   CHECK("sigsuspend", rc == -1 && errno == EINTR, "returned %d, errno %d", rc, errno);
   expect_handled("sigsuspend", ++n);
-  CHECK("sigsuspend", told_blocked(), "the mask after sigsuspend lost SIGPROF");
+  CHECK("sigsuspend", prof_masked(), "the mask after sigsuspend lost SIGPROF");
   sigprocmask(SIG_SETMASK, &s1, NULL);
   expect_handled("sigsuspend", n);
   ok("sigsuspend: a held SIGPROF ends the wait");
@@ -297,7 +258,7 @@ static void *check(void *arg) {
   expect_handled("after stop", n);
   /* The next mask call, a query here, gives the kernel the program's mask
    * back, with the held signal pending there. */
-  CHECK("after stop", told_blocked(), "SIGPROF not reported blocked");
+  CHECK("after stop", prof_masked(), "SIGPROF not reported blocked");
   CHECK("after stop", kernel_blocks(checker_tid) != 0, "SIGPROF still unblocked in the kernel");
   CHECK("after stop", pending_here(), "the held SIGPROF is not pending");
   expect_handled("after stop", n);

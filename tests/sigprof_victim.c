@@ -51,27 +51,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "spin.h"
+#include "victim_check.h"
+
 extern char **environ;
 
 static const char *self_path;
 
-static uint64_t cpu_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static volatile uint64_t sink;
+static volatile unsigned long sink;
 
 /* Spins for ns of the calling thread's CPU time. */
 __attribute__((noinline)) static void spin(uint64_t ns) {
-  uint64_t end = cpu_ns() + ns, x = sink;
-  while (cpu_ns() < end)
-    for (int i = 0; i < 2000; i++) {
-      x = x * 6364136223846793005u + 1442695040888963407u;
-      __asm__ volatile("" : "+r"(x));
-    }
-  sink = x;
+  SPIN_CPU(ns, 2000, sink);
 }
 
 static atomic_int stop_spinning;
@@ -81,22 +72,6 @@ static void *spinner(void *arg) {
   while (!atomic_load(&stop_spinning))
     spin(1000000);
   return NULL;
-}
-
-#define CHECK(what, cond, ...)                                                                     \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      printf("FAIL %s: ", what);                                                                   \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-      fflush(stdout);                                                                              \
-      _exit(1);                                                                                    \
-    }                                                                                              \
-  } while (0)
-
-static void ok(const char *what) {
-  printf("ok %s\n", what);
-  fflush(stdout);
 }
 
 /* ---- exec ------------------------------------------------------------------------------ */

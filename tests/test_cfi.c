@@ -26,6 +26,7 @@
 #include "core/unwind.h"
 #include "pprt.h"
 #include "tests/membuf.h"
+#include "tests/profile_util.h"
 
 static const char *const builds[] = {
     "-O2 (GCC default: no frame pointers)", "-O2 -fno-omit-frame-pointer (frameless leaves)",
@@ -40,39 +41,6 @@ static const char *g_libs[NBUILDS];
  * slower, so where the samples fall is not a fair draw; the callers are
  * still checked on every sample, the shares are printed, not asserted. */
 static int g_emulated;
-
-static const char *fn_name(const Pprt__Profile *p, uint64_t loc_id) {
-  for (size_t i = 0; i < p->n_location; i++) {
-    const Pprt__Location *l = p->location[i];
-    if (l->id != loc_id)
-      continue;
-    if (l->n_line == 0)
-      return "?";
-    for (size_t j = 0; j < p->n_function; j++)
-      if (p->function[j]->id == l->line[0]->function_id)
-        return p->string_table[p->function[j]->name];
-  }
-  return "?";
-}
-
-static int name_is(const char *name, const char *want) {
-  size_t n = strlen(want);
-  return strncmp(name, want, n) == 0 && (name[n] == '\0' || name[n] == '.');
-}
-
-/* Whether a caller of the sample's leaf (from = 1) or any frame (from =
- * 0) is `want`. */
-static int frames_have(const Pprt__Profile *p, const Pprt__Sample *s, size_t from,
-                       const char *want) {
-  for (size_t i = from; i < s->n_location_id; i++)
-    if (name_is(fn_name(p, s->location_id[i]), want))
-      return 1;
-  return 0;
-}
-
-static int stack_has(const Pprt__Profile *p, const Pprt__Sample *s, const char *want) {
-  return frames_have(p, s, 1, want);
-}
 
 /* Samples with `a` anywhere in their stack, and with `b` (neither both). */
 static void count_parts(const Pprt__Profile *p, const char *a, const char *b, int64_t out[2]) {

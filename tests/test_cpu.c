@@ -56,6 +56,8 @@
 #include "core/profile.h"
 #include "pprt.h"
 #include "tests/membuf.h"
+#include "tests/proc_counts.h"
+#include "tests/profile_util.h"
 #include "tests/workload.h"
 
 /* Sanitizers keep freed memory in quarantine: RSS says nothing there, and
@@ -93,27 +95,6 @@ static Pprt__Profile *stop_and_decode(membuf *m) {
   if (pprt__profile_decode(m->data, m->len, &prof, err, sizeof err) != 0)
     fail_msg("profile does not decode: %s", err);
   return prof;
-}
-
-static const char *fn_name(const Pprt__Profile *p, uint64_t loc_id) {
-  for (size_t i = 0; i < p->n_location; i++) {
-    const Pprt__Location *l = p->location[i];
-    if (l->id != loc_id)
-      continue;
-    if (l->n_line == 0)
-      return "?";
-    for (size_t j = 0; j < p->n_function; j++)
-      if (p->function[j]->id == l->line[0]->function_id)
-        return p->string_table[p->function[j]->name];
-  }
-  return "?";
-}
-
-/* Whether a function's name is `want` or a compiler's clone of it
- * (want.constprop.0, want.isra.0, want.part.0): optimizers rename. */
-static int name_is(const char *name, const char *want) {
-  size_t n = strlen(want);
-  return strncmp(name, want, n) == 0 && (name[n] == '\0' || name[n] == '.');
 }
 
 /* Samples whose leaf is function `name`. */
@@ -955,32 +936,6 @@ static void test_program_handler_kept(void **state) {
   raise(SIGPROF);
   assert_int_equal(own_hits, 6);
   sigaction(SIGPROF, &old, NULL);
-}
-
-static int count_dir(const char *path) {
-  DIR *d = opendir(path);
-  if (!d && strcmp(path, "/proc/self/fd") == 0)
-    d = opendir("/dev/fd"); /* macOS, FreeBSD */
-  if (!d)
-    return -1;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL)
-    n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
-
-static int count_timers(void) {
-  FILE *f = fopen("/proc/self/timers", "r");
-  if (!f)
-    return -1;
-  int n = 0;
-  char line[256];
-  while (fgets(line, sizeof line, f))
-    n += strncmp(line, "ID:", 3) == 0;
-  fclose(f);
-  return n;
 }
 
 /* Resident KiB, after handing free memory back: each session's reader is

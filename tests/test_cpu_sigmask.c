@@ -22,6 +22,8 @@
 #include "core/profile.h"
 #include "pprt.h"
 #include "tests/membuf.h"
+#include "tests/sigprof_mask.h"
+#include "tests/spin.h"
 
 static atomic_int handled;
 
@@ -30,38 +32,16 @@ static void on_sigprof(int sig) {
   atomic_fetch_add(&handled, 1);
 }
 
-static sigset_t prof_set(void) {
-  sigset_t s;
-  sigemptyset(&s);
-  sigaddset(&s, SIGPROF);
-  return s;
-}
-
 static int pending_here(void) {
   sigset_t p;
   sigpending(&p);
   return sigismember(&p, SIGPROF) == 1;
 }
 
-/* Whether the kernel blocks SIGPROF for the calling thread. */
-static int kernel_blocks(void) {
-  sigset_t cur;
-  pthread_sigmask(SIG_BLOCK, NULL, &cur);
-  return sigismember(&cur, SIGPROF) == 1;
-}
-
-static uint64_t cpu_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+static volatile unsigned long sink;
 
 static void spin(uint64_t ns) {
-  volatile uint64_t x = 1;
-  uint64_t end = cpu_ns() + ns;
-  while (cpu_ns() < end)
-    for (int i = 0; i < 10000; i++)
-      x = x * 6364136223846793005u + 1;
+  SPIN_CPU(ns, 10000, sink);
 }
 
 struct result {
@@ -75,12 +55,12 @@ static void *blocked_worker(void *arg) {
   sigset_t prof = prof_set();
   pthread_sigmask(SIG_BLOCK, &prof, NULL);
   assert_int_equal(pprt_thread_register(), 0);
-  r->lifted = !kernel_blocks();
+  r->lifted = !prof_masked();
   pthread_kill(pthread_self(), SIGPROF);
   spin(300000000);
   r->held_while_registered = atomic_load(&handled) == 0 && !pending_here();
   assert_int_equal(pprt_thread_unregister(), 0);
-  r->pending_after = kernel_blocks() && pending_here() && atomic_load(&handled) == 0;
+  r->pending_after = prof_masked() && pending_here() && atomic_load(&handled) == 0;
   pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
   r->handled_after = atomic_load(&handled) == 1;
   return NULL;
@@ -131,7 +111,7 @@ static void *register_without_profile(void *arg) {
   sigset_t prof = prof_set();
   pthread_sigmask(SIG_BLOCK, &prof, NULL);
   pprt_thread_register();
-  *still_blocked = kernel_blocks();
+  *still_blocked = prof_masked();
   pprt_thread_unregister();
   return NULL;
 }

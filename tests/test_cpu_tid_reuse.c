@@ -38,23 +38,18 @@
 #include "core/profile.h"
 #include "pprt.h"
 #include "tests/membuf.h"
+#include "tests/profile_util.h"
+#include "tests/spin.h"
 
 #define SKIP_STATUS 77
 
 static volatile unsigned long sink;
 static _Atomic pid_t g_tid;
 
-static double thread_cpu(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 __attribute__((noinline)) void burn_reused(void);
 void burn_reused(void) {
   unsigned long x = sink;
-  for (int i = 0; i < 100000; i++)
-    x = x * 6364136223846793005ul + 1442695040888963407ul;
+  LCG_ROUNDS(x, 100000);
   sink = x;
 }
 
@@ -90,20 +85,6 @@ static int set_last_pid(pid_t last) {
   int ok = write(fd, buf, (size_t)n) == n;
   close(fd);
   return ok ? 0 : -1;
-}
-
-static const char *leaf_name(const Pprt__Profile *p, const Pprt__Sample *s) {
-  if (s->n_location_id == 0)
-    return "";
-  for (size_t i = 0; i < p->n_location; i++) {
-    const Pprt__Location *l = p->location[i];
-    if (l->id != s->location_id[0] || l->n_line == 0)
-      continue;
-    for (size_t j = 0; j < p->n_function; j++)
-      if (p->function[j]->id == l->line[0]->function_id)
-        return p->string_table[p->function[j]->name];
-  }
-  return "";
 }
 
 /* In the new namespace, as its pid 1. Returns the exit status. */

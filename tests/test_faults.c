@@ -18,7 +18,6 @@
  * state (no alternate stack, not registered); only that thread's calls
  * count towards k, so pprt's own threads (the reader reading thread names)
  * do not make the walk depend on timing. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -45,6 +44,7 @@
 #include "core/trace_format.h"
 #include "pprt.h"
 #include "tests/membuf.h"
+#include "tests/proc_counts.h"
 
 /* ---- the injector ------------------------------------------------------------------- */
 
@@ -209,39 +209,12 @@ static int count_fds(void) {
   return n;
 }
 
-/* Threads of the process where /proc/self/task lists them (Linux), else -1. */
-static int count_threads(void) {
-  DIR *d = opendir("/proc/self/task");
-  if (d == NULL)
-    return -1;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL)
-    n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
-
-/* POSIX timers of the process (/proc/self/timers, where the kernel has it),
- * -1 where it cannot be read. */
-static int count_timers(void) {
-  FILE *f = fopen("/proc/self/timers", "r");
-  if (f == NULL)
-    return -1;
-  char line[256];
-  int n = 0;
-  while (fgets(line, sizeof line, f))
-    n += strncmp(line, "ID:", 3) == 0;
-  fclose(f);
-  return n;
-}
-
 typedef struct baseline {
   int fds, threads, timers;
 } baseline;
 
 static baseline take_baseline(void) {
-  baseline b = {count_fds(), count_threads(), count_timers()};
+  baseline b = {count_fds(), count_dir("/proc/self/task"), count_timers()};
   return b;
 }
 

@@ -35,6 +35,7 @@
 #include "core/profile.h"
 #include "pprt.h"
 #include "tests/membuf.h"
+#include "tests/profile_util.h"
 
 extern char **environ;
 
@@ -74,67 +75,14 @@ static int run(char *const argv[], const char *const *env, const char *out_path)
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* The whole file, NUL-terminated (for the text ones); NULL if it cannot be
- * read. */
-static uint8_t *read_file(const char *path, size_t *len) {
-  *len = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  uint8_t *buf = NULL;
-  long n = -1;
-  if (fseek(f, 0, SEEK_END) == 0)
-    n = ftell(f);
-  if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) != NULL) {
-    *len = fread(buf, 1, (size_t)n, f);
-    buf[*len] = 0;
-  }
-  fclose(f);
-  return buf;
-}
-
-static Pprt__Profile *decode_file(const char *path) {
-  size_t len = 0;
-  uint8_t *buf = read_file(path, &len);
-  if (!buf)
-    fail_msg("no profile at %s", path);
-  Pprt__Profile *p = NULL;
-  char err[256];
-  if (pprt__profile_decode(buf, len, &p, err, sizeof err) != 0)
-    fail_msg("%s does not decode: %s", path, err);
-  free(buf);
-  return p;
-}
-
 #endif
-
-static const char *leaf_name(const Pprt__Profile *p, const Pprt__Sample *s) {
-  if (s->n_location_id == 0)
-    return "";
-  for (size_t i = 0; i < p->n_location; i++) {
-    const Pprt__Location *l = p->location[i];
-    if (l->id != s->location_id[0] || l->n_line == 0)
-      continue;
-    for (size_t j = 0; j < p->n_function; j++)
-      if (p->function[j]->id == l->line[0]->function_id)
-        return p->string_table[p->function[j]->name];
-  }
-  return "";
-}
-
-/* Whether function `name` is `site` or a compiler clone of it
- * ("site.constprop.0"). */
-static int is_site(const char *name, const char *site) {
-  size_t n = strlen(site);
-  return strncmp(name, site, n) == 0 && (name[n] == '\0' || name[n] == '.');
-}
 
 /* Sums the four heap values of the samples whose leaf frame is `site`. */
 static void site_values(const Pprt__Profile *p, const char *site, double v[4]) {
   assert_int_equal(p->n_sample_type, 4);
   v[0] = v[1] = v[2] = v[3] = 0;
   for (size_t i = 0; i < p->n_sample; i++)
-    if (is_site(leaf_name(p, p->sample[i]), site))
+    if (name_is(leaf_name(p, p->sample[i]), site))
       for (int j = 0; j < 4; j++)
         v[j] += (double)p->sample[i]->value[j];
 }
@@ -154,17 +102,24 @@ static int remove_dir(void **state) {
 }
 
 #ifdef PRELOAD_TESTS
+/* Runs argv under the preload library with a heap profile to `profile`
+ * and `rate_env` (PPRT_HEAP_RATE=...) set; returns its exit status. */
+static int run_preloaded(char *const argv[], const char *profile, const char *rate_env,
+                         const char *out_path) {
+  char penv[512];
+  snprintf(penv, sizeof penv, "PPRT_HEAPPROFILE=%s", profile);
+  const char *env[] = {"LD_PRELOAD=" PRELOAD_LIB, penv, rate_env, NULL};
+  return run(argv, env, out_path);
+}
+
 /* Runs heap_sites MIB under the preload at `rate`; returns the profile. */
 static Pprt__Profile *profile_sites(size_t mib, size_t rate, const char *name) {
-  char path[256], penv[300], renv[64], mibs[32], preload[600];
+  char path[256], renv[64], mibs[32];
   snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-  snprintf(penv, sizeof penv, "PPRT_HEAPPROFILE=%s", path);
   snprintf(renv, sizeof renv, "PPRT_HEAP_RATE=%zu", rate);
-  snprintf(preload, sizeof preload, "LD_PRELOAD=%s", PRELOAD_LIB);
   snprintf(mibs, sizeof mibs, "%zu", mib);
-  const char *env[] = {preload, penv, renv, NULL};
   char *argv[] = {(char *)HEAP_SITES, mibs, NULL};
-  assert_int_equal(run(argv, env, NULL), 0);
+  assert_int_equal(run_preloaded(argv, path, renv, NULL), 0);
   return decode_file(path);
 }
 
@@ -257,26 +212,22 @@ static void test_rate_one_is_exact(void **state) {
 
 static void test_entry_points_keep_libc_semantics(void **state) {
   (void)state;
-  char plain[256], hooked[256], penv[300], preload[600];
+  char plain[256], hooked[256], path[300];
   snprintf(plain, sizeof plain, "%s/entry-plain.txt", tmpdir);
   snprintf(hooked, sizeof hooked, "%s/entry-hooked.txt", tmpdir);
-  snprintf(penv, sizeof penv, "PPRT_HEAPPROFILE=%s/entry.pb.gz", tmpdir);
-  snprintf(preload, sizeof preload, "LD_PRELOAD=%s", PRELOAD_LIB);
+  snprintf(path, sizeof path, "%s/entry.pb.gz", tmpdir);
   char *argv[] = {(char *)HEAP_ENTRY, NULL};
   assert_int_equal(run(argv, NULL, plain), 0);
-  const char *env[] = {preload, penv, "PPRT_HEAP_RATE=1", NULL};
-  assert_int_equal(run(argv, env, hooked), 0);
+  assert_int_equal(run_preloaded(argv, path, "PPRT_HEAP_RATE=1", hooked), 0);
   size_t a, b;
-  uint8_t *x = read_file(plain, &a), *y = read_file(hooked, &b);
+  char *x = read_file(plain, &a), *y = read_file(hooked, &b);
   assert_non_null(x);
   assert_non_null(y);
   assert_true(a > 0);
-  assert_string_equal((char *)y, (char *)x);
+  assert_string_equal(y, x);
   free(x);
   free(y);
   /* and every call was seen: the profile has the program's allocations */
-  char path[300];
-  snprintf(path, sizeof path, "%s/entry.pb.gz", tmpdir);
   Pprt__Profile *p = decode_file(path);
   assert_true(p->n_sample > 5);
   pprt__profile_decoded_free(p);
@@ -284,55 +235,34 @@ static void test_entry_points_keep_libc_semantics(void **state) {
 
 static void test_bad_rate_is_one_line(void **state) {
   (void)state;
-  char out[256], penv[300], preload[600];
+  char out[256], path[300];
   snprintf(out, sizeof out, "%s/bad.txt", tmpdir);
-  snprintf(penv, sizeof penv, "PPRT_HEAPPROFILE=%s/bad.pb.gz", tmpdir);
-  snprintf(preload, sizeof preload, "LD_PRELOAD=%s", PRELOAD_LIB);
-  const char *env[] = {preload, penv, "PPRT_HEAP_RATE=lots", NULL};
+  snprintf(path, sizeof path, "%s/bad.pb.gz", tmpdir);
   char *argv[] = {(char *)HEAP_SITES, "1", NULL};
-  assert_int_equal(run(argv, env, out), 0);
+  assert_int_equal(run_preloaded(argv, path, "PPRT_HEAP_RATE=lots", out), 0);
   size_t n;
-  char *text = (char *)read_file(out, &n);
+  char *text = read_file(out, &n);
   assert_non_null(text);
   assert_string_equal(text,
                       "pprt: PPRT_HEAP_RATE=lots is not a number of bytes (1 or more); not profiling\n");
   free(text);
-  char path[300];
-  snprintf(path, sizeof path, "%s/bad.pb.gz", tmpdir);
   assert_int_equal(access(path, F_OK), -1);
 }
 
 #ifdef HEAP_NOFP
 /* The allocation sampler's cfi walk in a program without frame pointers:
  * the site's callers up to main on every sample. */
-static int stack_has(const Pprt__Profile *p, const Pprt__Sample *s, const char *want) {
-  for (size_t i = 1; i < s->n_location_id; i++)
-    for (size_t k = 0; k < p->n_location; k++) {
-      const Pprt__Location *l = p->location[k];
-      if (l->id != s->location_id[i] || l->n_line == 0)
-        continue;
-      for (size_t j = 0; j < p->n_function; j++)
-        if (p->function[j]->id == l->line[0]->function_id &&
-            is_site(p->string_table[p->function[j]->name], want))
-          return 1;
-    }
-  return 0;
-}
-
 static void test_nofp_program_keeps_callers(void **state) {
   (void)state;
-  char path[256], penv[300], preload[600];
+  char path[256];
   snprintf(path, sizeof path, "%s/nofp.pb.gz", tmpdir);
-  snprintf(penv, sizeof penv, "PPRT_HEAPPROFILE=%s", path);
-  snprintf(preload, sizeof preload, "LD_PRELOAD=%s", PRELOAD_LIB);
-  const char *env[] = {preload, penv, "PPRT_HEAP_RATE=4096", NULL};
   char *argv[] = {(char *)HEAP_NOFP, "16", NULL};
-  assert_int_equal(run(argv, env, NULL), 0);
+  assert_int_equal(run_preloaded(argv, path, "PPRT_HEAP_RATE=4096", NULL), 0);
   Pprt__Profile *p = decode_file(path);
   int64_t at_site = 0, whole = 0;
   for (size_t i = 0; i < p->n_sample; i++) {
     const Pprt__Sample *s = p->sample[i];
-    if (!is_site(leaf_name(p, s), "nofp_site"))
+    if (!name_is(leaf_name(p, s), "nofp_site"))
       continue;
     at_site += s->value[0];
     if (stack_has(p, s, "nofp_run") && stack_has(p, s, "nofp_outer") && stack_has(p, s, "main"))

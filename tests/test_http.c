@@ -43,6 +43,7 @@
 #include "pprt.h"
 #include "tests/http_check.h"
 #include "tests/http_client.h"
+#include "tests/spin.h"
 
 static double load_seconds = 10;
 
@@ -67,10 +68,7 @@ static void *kept[64];
 __attribute__((noinline)) void http_test_hot(void);
 void http_test_hot(void) {
   unsigned long x = sink;
-  for (int i = 0; i < 20000; i++) {
-    x = x * 2862933555777941757ul + 3037000493ul;
-    __asm__ volatile("" : "+r"(x));
-  }
+  LCG_ROUNDS(x, 20000);
   sink = x;
 }
 
@@ -86,12 +84,6 @@ void http_test_alloc(unsigned long r) {
   __asm__ volatile("" ::: "memory"); /* no tail call: this frame must be in the stack */
 }
 
-static double thread_cpu(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void *workload(void *arg) {
   (void)arg;
   for (unsigned long r = 0;; r++) {
@@ -102,13 +94,6 @@ static void *workload(void *arg) {
       atomic_store(&work_cpu, thread_cpu());
   }
   return NULL;
-}
-
-static double proc_cpu(void) {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 typedef struct server {
@@ -136,7 +121,7 @@ static void child_main(int cmd, int reply) {
     if (read(cmd, &c, 1) != 1)
       break;
     if (c == 'm') {
-      stats s = {proc_cpu(), atomic_load(&work_cpu), atomic_load(&rounds)};
+      stats s = {process_cpu(), atomic_load(&work_cpu), atomic_load(&rounds)};
       if (write(reply, &s, sizeof s) != sizeof s)
         _exit(3);
     } else if (c == 'c') {
@@ -280,23 +265,18 @@ static void test_paths(void **state) {
   assert_non_null(strstr((char *)r.body, "href='profile'"));
   http_free(&r);
 
-  r = http_get(s.port, "/debug/pprof/heap", 10);
-  Pprt__Profile *p = check_profile(&r, "heap", heap_types, "inuse_space");
+  Pprt__Profile *p =
+      get_profile(s.port, "/debug/pprof/heap", 10, "heap", heap_types, "inuse_space");
   assert_true(has_function(p, "http_test_alloc"));
   pprt__profile_decoded_free(p);
-  http_free(&r);
 
   /* "seconds=" is no seconds, as Go's FormValue has it. */
-  r = http_get(s.port, "/debug/pprof/heap?seconds=", 10);
-  p = check_profile(&r, "heap", heap_types, "inuse_space");
+  p = get_profile(s.port, "/debug/pprof/heap?seconds=", 10, "heap", heap_types, "inuse_space");
   pprt__profile_decoded_free(p);
-  http_free(&r);
 
-  r = http_get(s.port, "/debug/pprof/allocs", 10);
-  p = check_profile(&r, "allocs", heap_types, "alloc_space");
+  p = get_profile(s.port, "/debug/pprof/allocs", 10, "allocs", heap_types, "alloc_space");
   int64_t cumulative = total(p, 1);
   pprt__profile_decoded_free(p);
-  http_free(&r);
 
   /* Go >= 1.15's delta: what was allocated during the 2 s. */
   double t0 = now_s();
@@ -307,11 +287,9 @@ static void test_paths(void **state) {
   assert_true(p->duration_nanos >= 1900000000);
   pprt__profile_decoded_free(p);
   http_free(&r);
-  r = http_get(s.port, "/debug/pprof/allocs", 10);
-  p = check_profile(&r, "allocs", heap_types, "alloc_space");
+  p = get_profile(s.port, "/debug/pprof/allocs", 10, "allocs", heap_types, "alloc_space");
   int64_t after = total(p, 1);
   pprt__profile_decoded_free(p);
-  http_free(&r);
   printf("alloc_space: cumulative %lld, delta over 2 s %lld, cumulative after %lld\n",
          (long long)cumulative, (long long)delta, (long long)after);
   assert_true(delta > 0);
@@ -324,13 +302,11 @@ static void test_paths(void **state) {
   assert_non_null(strstr((char *)r.body, "http_test_alloc"));
   http_free(&r);
 
-  r = http_get(s.port, "/debug/pprof/profile?seconds=1", 20);
-  p = check_profile(&r, "profile", cpu_types, NULL);
+  p = get_profile(s.port, "/debug/pprof/profile?seconds=1", 20, "profile", cpu_types, NULL);
   assert_true(has_function(p, "http_test_hot"));
   /* pprt's own threads are not in it: neither sampled nor charged. */
   assert_false(has_function(p, PPRT__FRAME_BLOCKED));
   pprt__profile_decoded_free(p);
-  http_free(&r);
 
   r = http_get(s.port, "/debug/pprof/trace?seconds=0.5", 20);
   assert_int_equal(r.status, 200);
@@ -395,10 +371,7 @@ static void test_errors(void **state) {
       "/debug/pprof/heap?seconds=abc",    "/debug/pprof/allocs?seconds=1.5",
       "/debug/pprof/trace?seconds=x",     "/debug/pprof/heap?seconds=1&debug=1"};
   for (size_t i = 0; i < sizeof bad_seconds / sizeof bad_seconds[0]; i++) {
-    http_resp r = http_get(s.port, bad_seconds[i], 10);
-    check_text_error(&r, 400, "Bad Request");
-    assert_true(r.go_pprof);
-    http_free(&r);
+    assert_true(get_text_error(s.port, bad_seconds[i], 10, 400, "Bad Request"));
   }
   static const char *const missing[] = {"/debug/pprof/block",
                                         "/debug/pprof/mutex",
@@ -409,11 +382,8 @@ static void test_errors(void **state) {
                                         "/",
                                         "/metrics",
                                         "/debug/pprof/heap/../heap"};
-  for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++) {
-    http_resp r = http_get(s.port, missing[i], 10);
-    check_text_error(&r, 404, NULL);
-    http_free(&r);
-  }
+  for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++)
+    get_text_error(s.port, missing[i], 10, 404, NULL);
   /* Traversal, raw and encoded: never a 200. */
   static const char *const traversal[] = {"/debug/pprof/../x",
                                           "/debug/pprof/../../etc/passwd",
@@ -457,10 +427,8 @@ static void test_errors(void **state) {
   pthread_t t;
   pthread_create(&t, NULL, cpu_request, &first);
   usleep(500000);
-  r = http_get(s.port, "/debug/pprof/profile?seconds=1", 10);
-  check_text_error(&r, 500, "Could not enable CPU profiling: cpu profiling already in use");
-  assert_true(r.go_pprof);
-  http_free(&r);
+  assert_true(get_text_error(s.port, "/debug/pprof/profile?seconds=1", 10, 500,
+                             "Could not enable CPU profiling: cpu profiling already in use"));
   pthread_join(t, NULL);
   Pprt__Profile *p = check_profile(&first.r, "profile", cpu_types, NULL);
   pprt__profile_decoded_free(p);
@@ -468,15 +436,11 @@ static void test_errors(void **state) {
 
   /* The program's own CPU profile (PPRT_CPUPROFILE, pprt_cpu_start): 409. */
   assert_int_equal(command(&s, 'c'), 0);
-  r = http_get(s.port, "/debug/pprof/profile?seconds=1", 10);
-  check_text_error(&r, 409, "already recording a CPU profile of its own");
-  assert_true(r.go_pprof);
-  http_free(&r);
+  assert_true(get_text_error(s.port, "/debug/pprof/profile?seconds=1", 10, 409,
+                             "already recording a CPU profile of its own"));
   assert_int_equal(command(&s, 'C'), 0);
-  r = http_get(s.port, "/debug/pprof/profile?seconds=1", 20);
-  p = check_profile(&r, "profile", cpu_types, NULL);
+  p = get_profile(s.port, "/debug/pprof/profile?seconds=1", 20, "profile", cpu_types, NULL);
   pprt__profile_decoded_free(p);
-  http_free(&r);
   finish(&s);
 }
 
@@ -535,15 +499,12 @@ static void test_abuse(void **state) {
 
   /* A real scrape meanwhile. */
   double t0 = now_s();
-  http_resp r = http_get(s.port, "/debug/pprof/profile?seconds=1", 20);
-  Pprt__Profile *p = check_profile(&r, "profile", cpu_types, NULL);
+  Pprt__Profile *p =
+      get_profile(s.port, "/debug/pprof/profile?seconds=1", 20, "profile", cpu_types, NULL);
   assert_true(has_function(p, "http_test_hot"));
   pprt__profile_decoded_free(p);
-  http_free(&r);
-  r = http_get(s.port, "/debug/pprof/heap", 20);
-  p = check_profile(&r, "heap", heap_types, "inuse_space");
+  p = get_profile(s.port, "/debug/pprof/heap", 20, "heap", heap_types, "inuse_space");
   pprt__profile_decoded_free(p);
-  http_free(&r);
   printf("scrape with 500 idle connections open: %.2f s\n", now_s() - t0);
   assert_true(now_s() - t0 < 5);
 

@@ -197,15 +197,13 @@ static void test_preload(void **state) {
   assert_non_null(p);
   int rport = atoi(p + strlen("serving http://0.0.0.0:"));
   free(e);
-  http_resp r = http_get(rport, "/debug/pprof/heap", 10);
-  Pprt__Profile *prof = check_profile(&r, "heap", heap_types, "inuse_space");
+  Pprt__Profile *prof =
+      get_profile(rport, "/debug/pprof/heap", 10, "heap", heap_types, "inuse_space");
   assert_true(has_function(prof, "http_alloc_site")); /* the sampler runs */
   pprt__profile_decoded_free(prof);
-  http_free(&r);
   /* Again, after requests enough: none of the endpoint's own allocations
    * (libmicrohttpd's connections, pprt's replies) is the program's. */
-  r = http_get(rport, "/debug/pprof/heap", 10);
-  prof = check_profile(&r, "heap", heap_types, "inuse_space");
+  prof = get_profile(rport, "/debug/pprof/heap", 10, "heap", heap_types, "inuse_space");
   for (size_t i = 0; i < prof->n_location; i++) {
     const Pprt__Location *l = prof->location[i];
     for (size_t m = 0; m < prof->n_mapping; m++)
@@ -216,7 +214,6 @@ static void test_preload(void **state) {
   assert_false(has_function(prof, "pprt__http_heap"));
   assert_false(has_function(prof, "MHD_start_daemon"));
   pprt__profile_decoded_free(prof);
-  http_free(&r);
   int status;
   assert_int_equal(waitpid(pid, &status, 0), pid);
   assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);

@@ -72,6 +72,27 @@ static Pprt__Profile *merged(cli_merge *m) {
   return d;
 }
 
+/* A new merge, grouped by a label when `by` is not NULL. */
+static cli_merge *new_merge(const char *by) {
+  cli_merge *m = cli_merge_new();
+  if (by)
+    assert_int_equal(cli_merge_group_by(m, by), CLI_OK);
+  return m;
+}
+
+/* Adds a profile that the merge must take. */
+static void add_ok(cli_merge *m, Pprt__Profile *p, const char *file) {
+  assert_int_equal(cli_merge_add(m, "test", p, file), CLI_OK);
+}
+
+/* Frees a merged profile, the two made for it and the merge. */
+static void free_merge(Pprt__Profile *merged, Pprt__Profile *a, Pprt__Profile *b, cli_merge *m) {
+  pprt__profile_decoded_free(merged);
+  pprt__profile_decoded_free(a);
+  pprt__profile_decoded_free(b);
+  cli_merge_free(m);
+}
+
 static const Pprt__Label *label(const Pprt__Profile *p, const Pprt__Sample *s, const char *key) {
   for (size_t i = 0; i < s->n_label; i++)
     if (strcmp(cli_str(p, s->label[i]->key), key) == 0)
@@ -94,10 +115,10 @@ static void test_header_rules_and_samples(void **state) {
   (void)state;
   Pprt__Profile *a = make(cpu_types, 11, "cc1", 4000000, 2000, 50, "lost samples 0");
   Pprt__Profile *b = make(cpu_types, 12, "as", 10000000, 1000, 70, "lost samples 2");
-  cli_merge *m = cli_merge_new();
+  cli_merge *m = new_merge(NULL);
   assert_non_null(m);
-  assert_int_equal(cli_merge_add(m, "test", a, "a.pb.gz"), CLI_OK);
-  assert_int_equal(cli_merge_add(m, "test", b, "b.pb.gz"), CLI_OK);
+  add_ok(m, a, "a.pb.gz");
+  add_ok(m, b, "b.pb.gz");
   assert_int_equal(cli_merge_count(m), 2);
   Pprt__Profile *p = merged(m);
   /* pprof's rules: earliest start, durations summed, largest period,
@@ -130,37 +151,30 @@ static void test_header_rules_and_samples(void **state) {
   assert_int_equal(p->n_mapping, a->n_mapping + b->n_mapping);
   assert_int_equal(p->n_location, a->n_location + b->n_location);
   assert_int_equal(p->n_function, a->n_function);
-  pprt__profile_decoded_free(p);
-  pprt__profile_decoded_free(a);
-  pprt__profile_decoded_free(b);
-  cli_merge_free(m);
+  free_merge(p, a, b, m);
 }
 
 static void test_other_sample_types_refused(void **state) {
   (void)state;
   Pprt__Profile *a = make(cpu_types, 11, "cc1", 4000000, 2000, 50, "x");
   Pprt__Profile *h = make(heap_types, 12, "as", 524288, 1000, 0, "y");
-  cli_merge *m = cli_merge_new();
-  assert_int_equal(cli_merge_add(m, "test", a, "cpu.pb.gz"), CLI_OK);
+  cli_merge *m = new_merge(NULL);
+  add_ok(m, a, "cpu.pb.gz");
   assert_int_equal(cli_merge_add(m, "test", h, "heap.pb.gz"), CLI_EINPUT);
   assert_int_equal(cli_merge_count(m), 1);
   /* The merge is still whole without it. */
   Pprt__Profile *p = merged(m);
   assert_int_equal(p->n_sample, a->n_sample);
-  pprt__profile_decoded_free(p);
-  pprt__profile_decoded_free(a);
-  pprt__profile_decoded_free(h);
-  cli_merge_free(m);
+  free_merge(p, a, h, m);
 }
 
 static void test_group_by_adds_a_root(void **state) {
   (void)state;
+  cli_merge *m = new_merge("process");
   Pprt__Profile *a = make(cpu_types, 11, "cc1", 4000000, 2000, 50, "x");
   Pprt__Profile *b = make(cpu_types, 12, "as", 4000000, 1000, 70, "y");
-  cli_merge *m = cli_merge_new();
-  assert_int_equal(cli_merge_group_by(m, "process"), CLI_OK);
-  assert_int_equal(cli_merge_add(m, "test", a, "a"), CLI_OK);
-  assert_int_equal(cli_merge_add(m, "test", b, "b"), CLI_OK);
+  add_ok(m, a, "a");
+  add_ok(m, b, "b");
   Pprt__Profile *p = merged(m);
   for (size_t i = 0; i < p->n_sample; i++) {
     const Pprt__Sample *s = p->sample[i];
@@ -172,10 +186,7 @@ static void test_group_by_adds_a_root(void **state) {
   }
   /* One root location per process, shared by its samples. */
   assert_int_equal(p->n_location, a->n_location + b->n_location + 2);
-  pprt__profile_decoded_free(p);
-  pprt__profile_decoded_free(a);
-  pprt__profile_decoded_free(b);
-  cli_merge_free(m);
+  free_merge(p, a, b, m);
 }
 
 int main(void) {
