@@ -14,11 +14,15 @@
 #include <stddef.h>
 
 static const pprt__fork_hooks *_Atomic g_hooks[PPRT__FORK_NRANKS];
+static pthread_mutex_t *_Atomic g_locks[PPRT__FORK_NRANKS];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void prepare_all(void) {
   for (int i = 0; i < PPRT__FORK_NRANKS; i++) {
     const pprt__fork_hooks *h = atomic_load(&g_hooks[i]);
+    pthread_mutex_t *lock = atomic_load(&g_locks[i]);
+    if (lock)
+      pthread_mutex_lock(lock);
     if (h && h->prepare)
       h->prepare();
   }
@@ -27,14 +31,22 @@ static void prepare_all(void) {
 static void parent_all(void) {
   for (int i = PPRT__FORK_NRANKS - 1; i >= 0; i--) {
     const pprt__fork_hooks *h = atomic_load(&g_hooks[i]);
+    pthread_mutex_t *lock = atomic_load(&g_locks[i]);
     if (h && h->parent)
       h->parent();
+    if (lock)
+      pthread_mutex_unlock(lock);
   }
 }
 
 static void child_all(void) {
   for (int i = PPRT__FORK_NRANKS - 1; i >= 0; i--) {
     const pprt__fork_hooks *h = atomic_load(&g_hooks[i]);
+    pthread_mutex_t *lock = atomic_load(&g_locks[i]);
+    if (lock) {
+      pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+      *lock = fresh;
+    }
     if (h && h->child)
       h->child();
   }
@@ -44,8 +56,15 @@ static void install(void) {
   pthread_atfork(prepare_all, parent_all, child_all);
 }
 
-void pprt__fork_register(enum pprt__fork_rank rank, const pprt__fork_hooks *hooks) {
+void pprt__fork_register_locked(enum pprt__fork_rank rank, pthread_mutex_t *lock,
+                                const pprt__fork_hooks *hooks) {
   pthread_once(&g_once, install);
-  if ((int)rank >= 0 && rank < PPRT__FORK_NRANKS)
+  if ((int)rank >= 0 && rank < PPRT__FORK_NRANKS) {
+    atomic_store(&g_locks[rank], lock);
     atomic_store(&g_hooks[rank], hooks);
+  }
+}
+
+void pprt__fork_register(enum pprt__fork_rank rank, const pprt__fork_hooks *hooks) {
+  pprt__fork_register_locked(rank, NULL, hooks);
 }

@@ -2,6 +2,8 @@
 #ifndef PPRT_CORE_ATFORK_H
 #define PPRT_CORE_ATFORK_H
 
+#include <pthread.h>
+
 /* The components that take part, in lock order: a thread that holds one
  * component's lock may take the lock of a component below it, never of one
  * above. The fork's prepare step takes them in this order, the parent and
@@ -40,5 +42,12 @@ typedef struct pprt__fork_hooks {
 /* Makes `hooks` (static storage) run at every fork from now on, in `rank`'s
  * place. Registering a rank again replaces its hooks. */
 void pprt__fork_register(enum pprt__fork_rank rank, const pprt__fork_hooks *hooks);
+
+/* The same for a component whose lock is a mutex: `lock` (static storage)
+ * is held across the fork, taken before hooks->prepare, released after
+ * hooks->parent, and made anew in the child (where its holder, the forking
+ * thread, is the only thread) before hooks->child. */
+void pprt__fork_register_locked(enum pprt__fork_rank rank, pthread_mutex_t *lock,
+                                const pprt__fork_hooks *hooks);
 
 #endif /* PPRT_CORE_ATFORK_H */

@@ -299,19 +299,10 @@ void pprt__cpu_rescan_current(session *s) {
   pthread_mutex_unlock(&g_control);
 }
 
-static void atfork_prepare(void) {
-  pthread_mutex_lock(&g_control);
-}
-
-static void atfork_parent(void) {
-  pthread_mutex_unlock(&g_control);
-}
-
-/* The child has one thread, no timers and no reader: drop the session
- * without touching it and give the program its SIGPROF action back. */
+/* fork: g_control is held across it (core/atfork.c). The child has one
+ * thread, no timers and no reader: drop the session without touching it
+ * and give the program its SIGPROF action back. */
 static void atfork_child(void) {
-  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-  g_control = fresh;
   pprt__thread_forget_id();
   session *s = atomic_load(&g_session);
   if (s != NULL) {
@@ -329,10 +320,10 @@ static void atfork_child(void) {
   }
 }
 
-static const pprt__fork_hooks fork_hooks = {atfork_prepare, atfork_parent, atfork_child};
+static const pprt__fork_hooks fork_hooks = {NULL, NULL, atfork_child};
 
 static void install_atfork(void) {
-  pprt__fork_register(PPRT__FORK_CPU, &fork_hooks);
+  pprt__fork_register_locked(PPRT__FORK_CPU, &g_control, &fork_hooks);
 }
 
 static void session_free(session *s) {

@@ -89,20 +89,11 @@ static void session_free(session *s) {
   free(s);
 }
 
-static void atfork_prepare(void) {
-  pthread_mutex_lock(&g_control);
-}
-
-static void atfork_parent(void) {
-  pthread_mutex_unlock(&g_control);
-}
-
-/* The child has one thread and no writer: it does not trace. The session is
- * dropped, not freed (another thread may have been inside it); states of
- * the parent's other threads are free for the child's new threads. */
+/* fork: g_control is held across it (core/atfork.c). The child has one
+ * thread and no writer: it does not trace. The session is dropped, not
+ * freed (another thread may have been inside it); states of the parent's
+ * other threads are free for the child's new threads. */
 static void atfork_child(void) {
-  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-  g_control = fresh;
   atomic_store(&pprt__trace_on, 0);
   atomic_store(&pprt__trace_slow, 0);
   atomic_store(&pprt__trace_writer_session, 0);
@@ -129,10 +120,10 @@ static void atfork_child(void) {
     self->tid = pprt__thread_id();
 }
 
-static const pprt__fork_hooks fork_hooks = {atfork_prepare, atfork_parent, atfork_child};
+static const pprt__fork_hooks fork_hooks = {NULL, NULL, atfork_child};
 
 static void install_atfork(void) {
-  pprt__fork_register(PPRT__FORK_TRACE, &fork_hooks);
+  pprt__fork_register_locked(PPRT__FORK_TRACE, &g_control, &fork_hooks);
 }
 
 typedef struct start_args {

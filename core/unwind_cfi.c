@@ -208,28 +208,18 @@ static void retire(set *old, const set *now) {
   free(old);
 }
 
-/* fork: the set is whole in the child (g_lock held across the fork), but
- * walks that other threads were in never finish there. */
-static void atfork_prepare(void) {
-  pthread_mutex_lock(&g_lock);
-}
-
-static void atfork_parent(void) {
-  pthread_mutex_unlock(&g_lock);
-}
-
+/* fork: the set is whole in the child (g_lock held across the fork, by
+ * core/atfork.c), but walks that other threads were in never finish there. */
 static void atfork_child(void) {
-  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-  g_lock = fresh;
   atomic_store(&g_walkers, 0);
 }
 
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
-static const pprt__fork_hooks fork_hooks = {atfork_prepare, atfork_parent, atfork_child};
+static const pprt__fork_hooks fork_hooks = {NULL, NULL, atfork_child};
 
 static void install_atfork(void) {
-  pprt__fork_register(PPRT__FORK_CFI, &fork_hooks);
+  pprt__fork_register_locked(PPRT__FORK_CFI, &g_lock, &fork_hooks);
 }
 
 int pprt__cfi_refresh(void) {
