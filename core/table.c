@@ -45,8 +45,7 @@ int64_t pprt__table_intern(pprt__table *t, uint64_t hash, pprt__table_eq eq, con
   }
 }
 
-int64_t pprt__table_find(const pprt__table *t, uint64_t hash, pprt__table_eq eq,
-                         const void *ctx) {
+int64_t pprt__table_find(const pprt__table *t, uint64_t hash, pprt__table_eq eq, const void *ctx) {
   if (t->cap == 0)
     return -1;
   for (size_t j = (size_t)hash & (t->cap - 1);; j = (j + 1) & (t->cap - 1)) {
@@ -75,6 +74,37 @@ int pprt__reserve(void **arr, size_t *cap, size_t need, size_t elem) {
   *arr = n;
   *cap = ncap;
   return 0;
+}
+
+struct u64_key {
+  void *const *arr;
+  size_t elem;
+  uint64_t key;
+};
+
+static int u64_eq(const void *ctx, uint32_t idx) {
+  const struct u64_key *k = ctx;
+  uint64_t v;
+  memcpy(&v, (const char *)*k->arr + (size_t)idx * k->elem, sizeof v);
+  return v == k->key;
+}
+
+int64_t pprt__table_u64(pprt__table *t, void **arr, size_t *n, size_t *cap, size_t elem,
+                        uint64_t key, int *added) {
+  struct u64_key k = {arr, elem, key};
+  uint64_t h = pprt__hash_finish(key);
+  int64_t idx = pprt__table_find(t, h, u64_eq, &k);
+  if (added)
+    *added = idx < 0;
+  if (idx >= 0)
+    return idx;
+  if (pprt__reserve(arr, cap, *n + 1, elem) != 0 ||
+      pprt__table_intern(t, h, u64_eq, &k, (uint32_t)*n) < 0)
+    return -1;
+  char *e = (char *)*arr + *n * elem;
+  memset(e, 0, elem);
+  memcpy(e, &key, sizeof key);
+  return (int64_t)(*n)++;
 }
 
 uint64_t pprt__hash_bytes(const void *data, size_t len) {

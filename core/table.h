@@ -59,4 +59,14 @@ int pprt__reserve(void **arr, size_t *cap, size_t need, size_t elem);
 
 #define PPRT__HASH_SEED UINT64_C(0xcbf29ce484222325)
 
+/* For an array of elem-byte entries that begin with a uint64_t key, *n in
+ * use and indexed by t: the index of the entry whose key is `key`, added
+ * at the end (zeroed but for its key, the array grown as pprt__reserve
+ * does) when there is none. -1 when growing fails. *added (may be NULL)
+ * says whether it was added. */
+int64_t pprt__table_u64(pprt__table *t, void **arr, size_t *n, size_t *cap, size_t elem,
+                        uint64_t key, int *added);
+#define PPRT__TABLE_U64(t, arr, n, cap, key, added)                                                \
+  pprt__table_u64((t), (void **)&(arr), &(n), &(cap), sizeof *(arr), (key), (added))
+
 #endif /* PPRT_CORE_TABLE_H */

@@ -71,29 +71,10 @@ static void mark_stack(session *s, uint32_t id) {
   s->stack_list[s->nstack++] = id;
 }
 
-struct tid_key {
-  const session *s;
-  uint64_t tid;
-};
-
-static int tid_eq(const void *ctx, uint32_t idx) {
-  const struct tid_key *k = ctx;
-  return k->s->threads[idx].tid == k->tid;
-}
-
 static tinfo *thread_info(session *s, uint64_t tid) {
-  struct tid_key k = {s, tid};
-  uint64_t h = pprt__hash_finish(tid);
-  int64_t idx = pprt__table_find(&s->thread_index, h, tid_eq, &k);
-  if (idx >= 0)
-    return &s->threads[idx];
-  if (PPRT__RESERVE(s->threads, s->threads_cap, s->nthreads + 1) != 0 ||
-      pprt__table_intern(&s->thread_index, h, tid_eq, &k, (uint32_t)s->nthreads) < 0)
-    return NULL;
-  tinfo *ti = &s->threads[s->nthreads++];
-  memset(ti, 0, sizeof *ti);
-  ti->tid = tid;
-  return ti;
+  int64_t idx =
+      PPRT__TABLE_U64(&s->thread_index, s->threads, s->nthreads, s->threads_cap, tid, NULL);
+  return idx >= 0 ? &s->threads[idx] : NULL;
 }
 
 static void thread_seen(session *s, uint64_t tid) {
@@ -329,16 +310,6 @@ static int drain_all(session *s, int all, int limited) {
 
 /* ---- generation end -------------------------------------------------------------------- */
 
-struct pc_key {
-  const session *s;
-  uint64_t pc;
-};
-
-static int pc_eq(const void *ctx, uint32_t idx) {
-  const struct pc_key *k = ctx;
-  return k->s->pcs[idx].pc == k->pc;
-}
-
 /* The pcs entry of frame i of a stack (symbolized the first time), or -1.
  * Frames after the leaf are return addresses: the call is at pc - 1. Its
  * name is the function the code is in; with debug information it also has
@@ -347,10 +318,9 @@ static int64_t frame_entry(session *s, uint64_t pc, size_t i) {
   if (!s->symbolize || pc == 0)
     return -1;
   uint64_t addr = i == 0 ? pc : pc - 1;
-  struct pc_key k = {s, addr};
-  uint64_t h = pprt__hash_finish(addr);
-  int64_t idx = pprt__table_find(&s->pc_index, h, pc_eq, &k);
-  if (idx >= 0)
+  int added;
+  int64_t idx = PPRT__TABLE_U64(&s->pc_index, s->pcs, s->npcs, s->pcs_cap, addr, &added);
+  if (idx < 0 || !added)
     return idx;
   if (!s->sym_tried) {
     s->sym_tried = 1;
@@ -378,11 +348,8 @@ static int64_t frame_entry(session *s, uint64_t pc, size_t i) {
     }
     s->nlines = e.first + e.nlines;
   }
-  if (PPRT__RESERVE(s->pcs, s->pcs_cap, s->npcs + 1) != 0 ||
-      pprt__table_intern(&s->pc_index, h, pc_eq, &k, (uint32_t)s->npcs) < 0)
-    return -1;
-  s->pcs[s->npcs] = e;
-  return (int64_t)s->npcs++;
+  s->pcs[idx] = e;
+  return idx;
 }
 
 /* The function name of frame i as a string id (0: unknown); a pc with
