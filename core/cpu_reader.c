@@ -26,45 +26,22 @@
 
 #define RESCAN_NS 250000000ull
 
-struct name_key {
-  const session *s;
-  uint64_t tid;
-};
-
-static int name_eq(const void *ctx, uint32_t idx) {
-  const struct name_key *k = ctx;
-  return k->s->names[idx].tid == k->tid;
-}
-
 /* The thread's name, asked once per thread; NULL when unknown. */
 static const char *thread_name(session *s, uint64_t tid) {
-  struct name_key k = {s, tid};
-  uint64_t h = pprt__hash_finish(tid);
-  int64_t idx = pprt__table_find(&s->name_index, h, name_eq, &k);
-  if (idx >= 0)
-    return s->names[idx].name;
-  if (s->nnames == s->names_cap) {
-    size_t ncap = s->names_cap ? 2 * s->names_cap : 64;
-    name_entry *n = realloc(s->names, ncap * sizeof *n);
-    if (n == NULL)
-      return NULL;
-    s->names = n;
-    s->names_cap = ncap;
-  }
-  char buf[64];
-  char *name = pprt__os_thread_name(tid, buf, sizeof buf) == 0 ? strdup(buf) : NULL;
-  if (pprt__table_intern(&s->name_index, h, name_eq, &k, (uint32_t)s->nnames) < 0) {
-    free(name);
+  int added;
+  int64_t idx = PPRT__TABLE_U64(&s->name_index, s->names, s->nnames, s->names_cap, tid, &added);
+  if (idx < 0)
     return NULL;
+  if (added) {
+    char buf[64];
+    s->names[idx].name = pprt__os_thread_name(tid, buf, sizeof buf) == 0 ? strdup(buf) : NULL;
   }
-  s->names[s->nnames++] = (name_entry){tid, name};
-  return name;
+  return s->names[idx].name;
 }
 
 /* Whether thread tid has had a sample (every sample's thread is named). */
 int pprt__cpu_had_samples(session *s, uint64_t tid) {
-  struct name_key k = {s, tid};
-  return pprt__table_find(&s->name_index, pprt__hash_finish(tid), name_eq, &k) >= 0;
+  return pprt__table_u64_find(&s->name_index, s->names, sizeof *s->names, tid) >= 0;
 }
 
 static void take_record(session *s, const pprt__ring_record *rec) {

@@ -77,7 +77,7 @@ int pprt__reserve(void **arr, size_t *cap, size_t need, size_t elem) {
 }
 
 struct u64_key {
-  void *const *arr;
+  const void *const *arr;
   size_t elem;
   uint64_t key;
 };
@@ -89,9 +89,14 @@ static int u64_eq(const void *ctx, uint32_t idx) {
   return v == k->key;
 }
 
+int64_t pprt__table_u64_find(const pprt__table *t, const void *arr, size_t elem, uint64_t key) {
+  struct u64_key k = {&arr, elem, key};
+  return pprt__table_find(t, pprt__hash_finish(key), u64_eq, &k);
+}
+
 int64_t pprt__table_u64(pprt__table *t, void **arr, size_t *n, size_t *cap, size_t elem,
                         uint64_t key, int *added) {
-  struct u64_key k = {arr, elem, key};
+  struct u64_key k = {(const void *const *)arr, elem, key};
   uint64_t h = pprt__hash_finish(key);
   int64_t idx = pprt__table_find(t, h, u64_eq, &k);
   if (added)

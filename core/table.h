@@ -66,6 +66,8 @@ int pprt__reserve(void **arr, size_t *cap, size_t need, size_t elem);
  * says whether it was added. */
 int64_t pprt__table_u64(pprt__table *t, void **arr, size_t *n, size_t *cap, size_t elem,
                         uint64_t key, int *added);
+/* The same lookup without adding: the index, or -1. */
+int64_t pprt__table_u64_find(const pprt__table *t, const void *arr, size_t elem, uint64_t key);
 #define PPRT__TABLE_U64(t, arr, n, cap, key, added)                                                \
   pprt__table_u64((t), (void **)&(arr), &(n), &(cap), sizeof *(arr), (key), (added))
 
