@@ -53,7 +53,7 @@ typedef struct timer_entry {
   pprt__os_sample_clock clock; /* SOURCE_CLOCK */
   int seen;                    /* found by the current rescan */
   uint64_t start;              /* when its thread started, 0 unknown */
-  uint64_t cpu_ns;             /* its thread's CPU time at the last rescan */
+  uint64_t cpu_ns;             /* its thread's CPU time when its source last fired */
   uint32_t fired;              /* its slot's count then */
 } timer_entry;
 

@@ -135,12 +135,17 @@ static int source_outlived(session *s, timer_entry *e, uint64_t tid) {
     return 0;
   slot *sl = slot_find(s, tid);
   uint32_t fired = sl ? atomic_load_explicit(&sl->fired, memory_order_relaxed) : e->fired;
-  int silent = fired == e->fired && cpu - e->cpu_ns > 4 * s->period_ns;
-  int backwards = cpu < e->cpu_ns; /* CPU time only grows: another thread */
-  e->cpu_ns = cpu;
-  e->fired = fired;
-  if (backwards)
-    return 1;
+  if (cpu < e->cpu_ns)
+    return 1; /* CPU time only grows: another thread */
+  /* Silent over 4 periods of CPU since the source last fired, however
+   * many rescans that took: measured between rescans, a thread that gets
+   * little of a busy machine's CPU (15 ms per 250 ms rescan at load 30)
+   * never looked silent, and a reused id kept a dead source for good. */
+  if (fired != e->fired) {
+    e->fired = fired;
+    e->cpu_ns = cpu;
+  }
+  int silent = cpu - e->cpu_ns > 4 * s->period_ns;
   return silent && e->start != 0 && pprt__os_thread_start_time(tid, &start) == 0 &&
          start != e->start;
 }
