@@ -86,6 +86,7 @@
 #include "pprt.h"
 
 #include "bench/cpu_handler.h"
+#include "read/profile_decode.h"
 
 #define THREADS 2
 #define WORK_DEPTH 16 /* the workload's frames above its leaf */

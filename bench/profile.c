@@ -28,6 +28,7 @@
 #include "core/platform.h"
 #include "core/profile.h"
 #include "core/symbolize.h"
+#include "read/profile_decode.h"
 
 #define SAMPLES 100000
 #define STACKS 10000

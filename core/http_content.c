@@ -18,6 +18,9 @@
 #include "core/profile.h"
 #include "core/trace.h"
 #include "pprt.h"
+#include "read/profile_decode.h"
+#include "read/trace_decode.h"
+#include "read/trace_json.h"
 
 /* ---- the buffer writer ------------------------------------------------------------- */
 

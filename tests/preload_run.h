@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/profile.h"
+#include "read/profile_decode.h"
 
 extern char **environ;
 

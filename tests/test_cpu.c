@@ -55,6 +55,7 @@
 #include "core/platform.h"
 #include "core/profile.h"
 #include "pprt.h"
+#include "read/profile_decode.h"
 #include "tests/membuf.h"
 #include "tests/workload.h"
 

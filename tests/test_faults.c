@@ -44,6 +44,8 @@
 #include "core/trace.h"
 #include "core/trace_format.h"
 #include "pprt.h"
+#include "read/profile_decode.h"
+#include "read/trace_decode.h"
 #include "tests/membuf.h"
 
 /* ---- the injector ------------------------------------------------------------------- */

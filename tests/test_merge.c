@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "core/profile.h"
+#include "read/profile_decode.h"
 #include "tests/membuf.h"
 #include "tools/cli.h"
 #include "tools/merge.h"

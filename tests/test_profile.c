@@ -16,6 +16,7 @@
 
 #include "core/profile.h"
 #include "core/symbolize.h"
+#include "read/profile_decode.h"
 
 /* ---- helpers ------------------------------------------------------------------- */
 

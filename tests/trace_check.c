@@ -13,6 +13,8 @@
 #include "core/trace.h"
 #include "core/trace_format.h"
 #include "pprt.h"
+#include "read/trace_decode.h"
+#include "read/trace_json.h"
 
 static int file_write(void *ctx, const void *data, size_t len) {
   return fwrite(data, 1, len, ctx) == len ? 0 : -EIO;

@@ -6,6 +6,8 @@
 
 #include "core/trace.h"
 #include "core/trace_format.h"
+#include "read/trace_decode.h"
+#include "read/trace_json.h"
 #include "tools/trace_backend.h"
 
 static int decode(const uint8_t *data, size_t len, pprt__trace **t, char *err, size_t errlen) {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "core/trace.h"
+#include "read/trace_decode.h"
 
 /* Largest trace file worth reading: the decoder's bound, which fits a
  * 32-bit size_t. */

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "core/trace.h"
+#include "read/trace_decode.h"
+#include "read/trace_json.h"
 #include "tools/cli.h"
 #include "tools/trace_backend.h"
 

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "core/trace.h"
+#include "read/trace_decode.h"
+#include "read/trace_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 
