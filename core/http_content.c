@@ -16,7 +16,6 @@
 #include "core/http.h"
 #include "core/platform.h"
 #include "core/profile.h"
-#include "core/trace.h"
 #include "pprt.h"
 #include "read/profile_decode.h"
 #include "read/trace_decode.h"

@@ -2,11 +2,13 @@
  *
  * Divisions:
  *   memory      every allocation of a decoded trace hangs off one list;
- *   decoding    the header, then one generation at a time: a first pass
+ *   errors      the first problem, with its byte offset;
+ *   events      a batch's events, decoded against the generation's tables
+ *               (read/trace_tables.c reads those);
+ *   records     the header, then one generation at a time: a first pass
  *               over its records finds and checks its tables (they follow
- *               its batches), a second decodes its batches' events against
- *               them; every rule of docs/trace-format.md is checked and the
- *               first violation is reported with its byte offset.
+ *               its batches), a second decodes them, then its events; every
+ *               rule of docs/trace-format.md is checked.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,9 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/table.h"
 #include "core/trace_format.h"
-#include "read/trace_decode.h"
+#include "read/trace_decoder.h"
 
 /* ---- memory ------------------------------------------------------------------------- */
 
@@ -26,7 +27,7 @@ typedef struct block {
   _Alignas(8) unsigned char data[];
 } block;
 
-static void *mem_alloc(pprt__trace *t, size_t n) {
+void *pprt__tdec_alloc(pprt__trace *t, size_t n) {
   block *b = malloc(sizeof *b + (n ? n : 1));
   if (b == NULL)
     return NULL;
@@ -50,66 +51,9 @@ void pprt__trace_free(pprt__trace *t) {
   free(t);
 }
 
-/* ---- decoding ------------------------------------------------------------------------ */
+/* ---- errors ------------------------------------------------------------------------- */
 
-typedef struct str_entry {
-  uint64_t id;
-  pprt__trace_str str;
-} str_entry;
-
-typedef struct stack_entry {
-  uint64_t id;
-  int64_t index; /* into t->stacks */
-} stack_entry;
-
-/* A FRAMES entry: the source lines of one address of the generation. */
-typedef struct frames_entry {
-  uint64_t addr;
-  uint16_t n;
-  const pprt__trace_line *lines;
-} frames_entry;
-
-typedef struct tlast {
-  uint64_t tid;
-  int64_t ns;
-} tlast;
-
-typedef struct dec {
-  pprt__trace *t;
-  const uint8_t *data;
-  size_t len;
-  unsigned flags;
-  char *err;
-  size_t errlen;
-  int rc;
-  size_t cap_events, cap_stacks, cap_threads, cap_lost;
-
-  /* The generation being decoded. */
-  uint64_t gen;
-  str_entry *strs;
-  size_t nstrs, cap_strs;
-  pprt__table str_index;
-  stack_entry *stks;
-  size_t nstks, cap_stks;
-  pprt__table stack_index;
-  frames_entry *frs;
-  size_t nfrs, cap_frs;
-  pprt__table fr_index;
-  int have_freq;
-  uint64_t hz, sync_ticks, sync_ns, sync_wall;
-
-  /* Timestamps are signed nanoseconds on the monotonic clock until the
-   * origin is known. */
-  int64_t min_ns;
-  int have_min;
-  /* Each thread's last event time, to keep them strictly increasing. */
-  tlast *tl;
-  size_t ntl, cap_tl;
-  pprt__table tl_index;
-  pprt__table thread_index; /* into t->threads */
-} dec;
-
-static int fail(dec *d, size_t off, int rc, const char *fmt, ...) {
+int pprt__tdec_fail(dec *d, size_t off, int rc, const char *fmt, ...) {
   if (d->rc == 0) {
     int n = snprintf(d->err, d->errlen, "offset %zu: ", off);
     if (n >= 0 && (size_t)n < d->errlen) {
@@ -123,8 +67,8 @@ static int fail(dec *d, size_t off, int rc, const char *fmt, ...) {
   return d->rc;
 }
 
-static int oom(dec *d, size_t off) {
-  return fail(d, off, -ENOMEM, "out of memory");
+int pprt__tdec_oom(dec *d, size_t off) {
+  return pprt__tdec_fail(d, off, -ENOMEM, "out of memory");
 }
 
 static void see_ns(dec *d, int64_t ns) {
@@ -135,10 +79,10 @@ static void see_ns(dec *d, int64_t ns) {
 }
 
 /* A copy of bytes as a NUL-terminated string. */
-static int copy_str(dec *d, const uint8_t *p, size_t n, size_t off, pprt__trace_str *out) {
-  char *s = mem_alloc(d->t, n + 1);
+int pprt__tdec_copy_str(dec *d, const uint8_t *p, size_t n, size_t off, pprt__trace_str *out) {
+  char *s = pprt__tdec_alloc(d->t, n + 1);
   if (s == NULL)
-    return oom(d, off);
+    return pprt__tdec_oom(d, off);
   memcpy(s, p, n);
   s[n] = '\0';
   out->s = s;
@@ -146,314 +90,21 @@ static int copy_str(dec *d, const uint8_t *p, size_t n, size_t off, pprt__trace_
   return 0;
 }
 
-struct id_key {
-  const dec *d;
-  uint64_t id;
-};
-
-static int str_eq(const void *ctx, uint32_t idx) {
-  const struct id_key *k = ctx;
-  return k->d->strs[idx].id == k->id;
-}
-
-static int stk_eq(const void *ctx, uint32_t idx) {
-  const struct id_key *k = ctx;
-  return k->d->stks[idx].id == k->id;
-}
-
-static int fr_eq(const void *ctx, uint32_t idx) {
-  const struct id_key *k = ctx;
-  return k->d->frs[idx].addr == k->id;
-}
-
-static const frames_entry *find_frames(dec *d, uint64_t addr) {
-  struct id_key k = {d, addr};
-  int64_t i = pprt__table_find(&d->fr_index, pprt__hash_finish(addr), fr_eq, &k);
-  return i < 0 ? NULL : &d->frs[i];
-}
-
-static const pprt__trace_str *find_str(dec *d, uint64_t id) {
-  struct id_key k = {d, id};
-  int64_t i = pprt__table_find(&d->str_index, pprt__hash_finish(id), str_eq, &k);
-  return i < 0 ? NULL : &d->strs[i].str;
-}
-
-static int64_t find_stack(dec *d, uint64_t id) {
-  struct id_key k = {d, id};
-  int64_t i = pprt__table_find(&d->stack_index, pprt__hash_finish(id), stk_eq, &k);
-  return i < 0 ? -1 : d->stks[i].index;
-}
-
-/* A cursor over [p, end) that fails with the offset of what it reads. */
-typedef struct cur {
-  dec *d;
-  const uint8_t *p, *end;
-} cur;
-
-static size_t off_of(const cur *c) {
-  return (size_t)(c->p - c->d->data);
-}
-
-static int get_u(cur *c, uint64_t *v, const char *what) {
+int pprt__tdec_get_u(cur *c, uint64_t *v, const char *what) {
   const uint8_t *q = pprt__get_uvarint(c->p, c->end, v);
   if (q == NULL) {
     if (c->end - c->p >= PPRT__VARINT_MAX)
-      return fail(c->d, off_of(c), -EINVAL, "%s: malformed varint", what);
+      return pprt__tdec_fail(c->d, off_of(c), -EINVAL, "%s: malformed varint", what);
     /* A varint that runs off the end may be truncated or too long. */
     const uint8_t *s = c->p;
     while (s < c->end && (*s & 0x80))
       s++;
     if (s == c->end)
-      return fail(c->d, off_of(c), -EINVAL, "%s: varint runs past the end of its record", what);
-    return fail(c->d, off_of(c), -EINVAL, "%s: malformed varint", what);
+      return pprt__tdec_fail(c->d, off_of(c), -EINVAL, "%s: varint runs past the end of its record",
+                             what);
+    return pprt__tdec_fail(c->d, off_of(c), -EINVAL, "%s: malformed varint", what);
   }
   c->p = q;
-  return 0;
-}
-
-/* ---- the tables of a generation ---- */
-
-static int add_string(dec *d, uint64_t id, const uint8_t *p, size_t n, size_t off) {
-  struct id_key k = {d, id};
-  uint64_t h = pprt__hash_finish(id);
-  if (pprt__table_find(&d->str_index, h, str_eq, &k) >= 0)
-    return fail(d, off, -EINVAL, "string id %" PRIu64 " defined twice in generation %" PRIu64, id,
-                d->gen);
-  if (PPRT__RESERVE(d->strs, d->cap_strs, d->nstrs + 1) != 0)
-    return oom(d, off);
-  str_entry *e = &d->strs[d->nstrs];
-  e->id = id;
-  if (copy_str(d, p, n, off, &e->str) != 0)
-    return d->rc;
-  if (pprt__table_intern(&d->str_index, h, str_eq, &k, (uint32_t)d->nstrs) < 0)
-    return oom(d, off);
-  d->nstrs++;
-  return 0;
-}
-
-static int parse_strings(dec *d, cur *c) {
-  while (c->p < c->end) {
-    size_t off = off_of(c);
-    uint64_t id, n;
-    if (get_u(c, &id, "string id") || get_u(c, &n, "string length"))
-      return d->rc;
-    if (id == 0)
-      return fail(d, off, -EINVAL, "string id 0 (ids start at 1)");
-    if (n > PPRT__TRACE_MAX_STRING)
-      return fail(d, off, -EINVAL, "string of %" PRIu64 " bytes (at most %d)", n,
-                  PPRT__TRACE_MAX_STRING);
-    if (n > (uint64_t)(c->end - c->p))
-      return fail(d, off_of(c), -EINVAL, "string of %" PRIu64 " bytes runs past its record", n);
-    if (add_string(d, id, c->p, (size_t)n, off) != 0)
-      return d->rc;
-    c->p += n;
-  }
-  return 0;
-}
-
-/* A new decoded stack with n frames; its arrays are filled by the caller. */
-static int64_t new_stack(dec *d, size_t n, size_t off, uint64_t **pcs, pprt__trace_str **names) {
-  pprt__trace *t = d->t;
-  if (PPRT__RESERVE(t->stacks, d->cap_stacks, t->nstacks + 1) != 0) {
-    oom(d, off);
-    return -1;
-  }
-  *pcs = mem_alloc(t, n * sizeof **pcs);
-  *names = mem_alloc(t, n * sizeof **names);
-  if (*pcs == NULL || *names == NULL) {
-    oom(d, off);
-    return -1;
-  }
-  memset(*names, 0, n * sizeof **names);
-  t->stacks[t->nstacks] = (pprt__trace_stack){n, *pcs, *names, NULL, NULL};
-  return (int64_t)t->nstacks++;
-}
-
-/* FRAMES (version 2): entries of an address (a stack pc, minus one but for
- * the leaf), a count (1 to PPRT__TRACE_MAX_INLINE), then per line a
- * function string id, a file string id (0: unknown) and a line. */
-static int parse_frames(dec *d, cur *c) {
-  while (c->p < c->end) {
-    size_t off = off_of(c);
-    uint64_t addr, n;
-    if (get_u(c, &addr, "frames address") || get_u(c, &n, "frames count"))
-      return d->rc;
-    if (n == 0 || n > PPRT__TRACE_MAX_INLINE)
-      return fail(d, off, -EINVAL, "frames entry of %" PRIu64 " lines (1 to %d)", n,
-                  PPRT__TRACE_MAX_INLINE);
-    if (find_frames(d, addr) != NULL)
-      return fail(d, off, -EINVAL,
-                  "frames of address 0x%" PRIx64 " given twice in generation %" PRIu64, addr,
-                  d->gen);
-    pprt__trace_line *lines = mem_alloc(d->t, (size_t)n * sizeof *lines);
-    if (lines == NULL)
-      return oom(d, off);
-    for (uint64_t i = 0; i < n; i++) {
-      uint64_t ids[2], line;
-      for (int k = 0; k < 2; k++) {
-        size_t soff = off_of(c);
-        if (get_u(c, &ids[k], k ? "file name id" : "function name id"))
-          return d->rc;
-        const pprt__trace_str *str = ids[k] ? find_str(d, ids[k]) : NULL;
-        if (ids[k] && str == NULL)
-          return fail(d, soff, -EINVAL,
-                      "string id %" PRIu64 " is not in generation %" PRIu64 "'s strings", ids[k],
-                      d->gen);
-        if (k == 0 && str == NULL)
-          return fail(d, soff, -EINVAL, "frames line without a function name");
-        pprt__trace_str none = {NULL, 0};
-        if (k)
-          lines[i].file = str ? *str : none;
-        else
-          lines[i].function = *str;
-      }
-      if (get_u(c, &line, "line number"))
-        return d->rc;
-      lines[i].line = line;
-    }
-    if (PPRT__RESERVE(d->frs, d->cap_frs, d->nfrs + 1) != 0)
-      return oom(d, off);
-    d->frs[d->nfrs] = (frames_entry){addr, (uint16_t)n, lines};
-    struct id_key k = {d, addr};
-    if (pprt__table_intern(&d->fr_index, pprt__hash_finish(addr), fr_eq, &k, (uint32_t)d->nfrs) < 0)
-      return oom(d, off);
-    d->nfrs++;
-  }
-  return 0;
-}
-
-/* Gives a stack's frames the generation's source lines for their addresses. */
-static int attach_lines(dec *d, pprt__trace_stack *st, size_t off) {
-  uint16_t *nlines = mem_alloc(d->t, st->n * sizeof *nlines);
-  const pprt__trace_line **lines = mem_alloc(d->t, st->n * sizeof *lines);
-  if (st->n && (nlines == NULL || lines == NULL))
-    return oom(d, off);
-  int any = 0;
-  for (size_t f = 0; f < st->n; f++) {
-    uint64_t pc = st->pcs[f];
-    const frames_entry *e = pc ? find_frames(d, f == 0 ? pc : pc - 1) : NULL;
-    nlines[f] = e ? e->n : 0;
-    lines[f] = e ? e->lines : NULL;
-    any |= e != NULL;
-  }
-  if (any) {
-    st->nlines = nlines;
-    st->lines = lines;
-  }
-  return 0;
-}
-
-/* Stacks refer to strings for their function names, so they are parsed
- * after every STRINGS record of the generation: pass 1 remembers where. */
-static int parse_stacks(dec *d, cur *c) {
-  while (c->p < c->end) {
-    size_t off = off_of(c);
-    uint64_t id, n;
-    if (get_u(c, &id, "stack id") || get_u(c, &n, "stack depth"))
-      return d->rc;
-    if (id == 0)
-      return fail(d, off, -EINVAL, "stack id 0 (ids start at 1)");
-    if (n > PPRT__TRACE_MAX_FRAMES)
-      return fail(d, off, -EINVAL, "stack of %" PRIu64 " frames (at most %d)", n,
-                  PPRT__TRACE_MAX_FRAMES);
-    struct id_key k = {d, id};
-    uint64_t h = pprt__hash_finish(id);
-    if (pprt__table_find(&d->stack_index, h, stk_eq, &k) >= 0)
-      return fail(d, off, -EINVAL, "stack id %" PRIu64 " defined twice in generation %" PRIu64, id,
-                  d->gen);
-    uint64_t *pcs;
-    pprt__trace_str *names;
-    int64_t idx = new_stack(d, (size_t)n, off, &pcs, &names);
-    if (idx < 0)
-      return d->rc;
-    for (uint64_t f = 0; f < n; f++) {
-      uint64_t name;
-      if (get_u(c, &pcs[f], "stack pc"))
-        return d->rc;
-      size_t noff = off_of(c);
-      if (get_u(c, &name, "function name id"))
-        return d->rc;
-      if (name != 0) {
-        const pprt__trace_str *s = find_str(d, name);
-        if (s == NULL)
-          return fail(d, noff, -EINVAL,
-                      "function name id %" PRIu64 " is not in generation %" PRIu64 "'s strings",
-                      name, d->gen);
-        names[f] = *s;
-      }
-    }
-    if (d->nfrs > 0 && attach_lines(d, &d->t->stacks[idx], off) != 0)
-      return d->rc;
-    if (PPRT__RESERVE(d->stks, d->cap_stks, d->nstks + 1) != 0)
-      return oom(d, off);
-    d->stks[d->nstks] = (stack_entry){id, idx};
-    if (pprt__table_intern(&d->stack_index, h, stk_eq, &k, (uint32_t)d->nstks) < 0)
-      return oom(d, off);
-    d->nstks++;
-  }
-  return 0;
-}
-
-static int thread_eq(const void *ctx, uint32_t idx) {
-  const struct id_key *k = ctx;
-  return k->d->t->threads[idx].tid == k->id;
-}
-
-static int set_thread_name(dec *d, uint64_t tid, const pprt__trace_str *name, size_t off) {
-  pprt__trace *t = d->t;
-  struct id_key k = {d, tid};
-  uint64_t h = pprt__hash_finish(tid);
-  int64_t i = pprt__table_find(&d->thread_index, h, thread_eq, &k);
-  if (i >= 0) {
-    if (name)
-      t->threads[i].name = *name;
-    return 0;
-  }
-  if (PPRT__RESERVE(t->threads, d->cap_threads, t->nthreads + 1) != 0 ||
-      pprt__table_intern(&d->thread_index, h, thread_eq, &k, (uint32_t)t->nthreads) < 0)
-    return oom(d, off);
-  t->threads[t->nthreads].tid = tid;
-  t->threads[t->nthreads].name = name ? *name : (pprt__trace_str){NULL, 0};
-  t->nthreads++;
-  return 0;
-}
-
-static int parse_threads(dec *d, cur *c) {
-  uint64_t pid;
-  if (get_u(c, &pid, "process id"))
-    return d->rc;
-  d->t->pid = pid;
-  while (c->p < c->end) {
-    size_t off = off_of(c);
-    uint64_t tid, name;
-    if (get_u(c, &tid, "thread id") || get_u(c, &name, "thread name id"))
-      return d->rc;
-    if (tid == 0)
-      return fail(d, off, -EINVAL, "thread id 0");
-    const pprt__trace_str *s = NULL;
-    if (name != 0 && (s = find_str(d, name)) == NULL)
-      return fail(d, off, -EINVAL,
-                  "thread name id %" PRIu64 " is not in generation %" PRIu64 "'s strings", name,
-                  d->gen);
-    if (set_thread_name(d, tid, s, off) != 0)
-      return d->rc;
-  }
-  return 0;
-}
-
-static int parse_frequency(dec *d, cur *c, size_t off) {
-  if (d->have_freq)
-    return fail(d, off, -EINVAL, "a second frequency record in generation %" PRIu64, d->gen);
-  if (get_u(c, &d->hz, "ticks per second") || get_u(c, &d->sync_ticks, "sync ticks") ||
-      get_u(c, &d->sync_ns, "sync monotonic time") || get_u(c, &d->sync_wall, "sync wall time"))
-    return d->rc;
-  if (d->hz == 0)
-    return fail(d, off, -EINVAL, "frequency of 0 ticks per second");
-  if (c->p != c->end)
-    return fail(d, off_of(c), -EINVAL, "frequency record longer than its fields");
-  if (d->sync_ns > INT64_MAX)
-    return fail(d, off, -EINVAL, "sync time out of range");
-  d->have_freq = 1;
   return 0;
 }
 
@@ -491,7 +142,7 @@ static int monotonic_ns(dec *d, uint64_t tid, int64_t *ns, size_t off) {
   if (i < 0) {
     if (PPRT__RESERVE(d->tl, d->cap_tl, d->ntl + 1) != 0 ||
         pprt__table_intern(&d->tl_index, h, tl_eq, &k, (uint32_t)d->ntl) < 0)
-      return oom(d, off);
+      return pprt__tdec_oom(d, off);
     d->tl[d->ntl].tid = tid;
     d->tl[d->ntl].ns = *ns;
     d->ntl++;
@@ -508,14 +159,15 @@ static int read_bytes_arg(cur *c, pprt__trace_str *out, const char *what) {
   dec *d = c->d;
   size_t off = off_of(c);
   uint64_t n;
-  if (get_u(c, &n, what))
+  if (pprt__tdec_get_u(c, &n, what))
     return d->rc;
   if (n > PPRT__TRACE_MAX_STRING)
-    return fail(d, off, -EINVAL, "%s: string of %" PRIu64 " bytes (at most %d)", what, n,
-                PPRT__TRACE_MAX_STRING);
+    return pprt__tdec_fail(d, off, -EINVAL, "%s: string of %" PRIu64 " bytes (at most %d)", what, n,
+                           PPRT__TRACE_MAX_STRING);
   if (n > (uint64_t)(c->end - c->p))
-    return fail(d, off_of(c), -EINVAL, "%s: string runs past the end of its batch", what);
-  if (copy_str(d, c->p, (size_t)n, off, out) != 0)
+    return pprt__tdec_fail(d, off_of(c), -EINVAL, "%s: string runs past the end of its batch",
+                           what);
+  if (pprt__tdec_copy_str(d, c->p, (size_t)n, off, out) != 0)
     return d->rc;
   c->p += n;
   return 0;
@@ -526,15 +178,15 @@ static int read_str_arg(cur *c, pprt__trace_str *out, const char *what) {
   dec *d = c->d;
   size_t off = off_of(c);
   uint64_t id;
-  if (get_u(c, &id, what))
+  if (pprt__tdec_get_u(c, &id, what))
     return d->rc;
   if (id == 0)
     return read_bytes_arg(c, out, what);
-  const pprt__trace_str *s = find_str(d, id);
+  const pprt__trace_str *s = pprt__tdec_find_str(d, id);
   if (s == NULL)
-    return fail(d, off, -EINVAL,
-                "%s: string id %" PRIu64 " is not in generation %" PRIu64 "'s strings", what, id,
-                d->gen);
+    return pprt__tdec_fail(d, off, -EINVAL,
+                           "%s: string id %" PRIu64 " is not in generation %" PRIu64 "'s strings",
+                           what, id, d->gen);
   *out = *s;
   return 0;
 }
@@ -543,28 +195,29 @@ static int read_stack_arg(cur *c, int64_t *out) {
   dec *d = c->d;
   size_t off = off_of(c);
   uint64_t id;
-  if (get_u(c, &id, "stack"))
+  if (pprt__tdec_get_u(c, &id, "stack"))
     return d->rc;
   if (id != 0) {
-    if ((*out = find_stack(d, id)) < 0)
-      return fail(d, off, -EINVAL, "stack id %" PRIu64 " is not in generation %" PRIu64 "'s stacks",
-                  id, d->gen);
+    if ((*out = pprt__tdec_find_stack(d, id)) < 0)
+      return pprt__tdec_fail(d, off, -EINVAL,
+                             "stack id %" PRIu64 " is not in generation %" PRIu64 "'s stacks", id,
+                             d->gen);
     return 0;
   }
   uint64_t n;
-  if (get_u(c, &n, "inline stack depth"))
+  if (pprt__tdec_get_u(c, &n, "inline stack depth"))
     return d->rc;
   if (n > PPRT__TRACE_MAX_FRAMES)
-    return fail(d, off, -EINVAL, "inline stack of %" PRIu64 " frames (at most %d)", n,
-                PPRT__TRACE_MAX_FRAMES);
+    return pprt__tdec_fail(d, off, -EINVAL, "inline stack of %" PRIu64 " frames (at most %d)", n,
+                           PPRT__TRACE_MAX_FRAMES);
   if (n > (uint64_t)(c->end - c->p))
-    return fail(d, off_of(c), -EINVAL, "inline stack runs past the end of its batch");
+    return pprt__tdec_fail(d, off_of(c), -EINVAL, "inline stack runs past the end of its batch");
   uint64_t *pcs;
   pprt__trace_str *names;
-  if ((*out = new_stack(d, (size_t)n, off, &pcs, &names)) < 0)
+  if ((*out = pprt__tdec_new_stack(d, (size_t)n, off, &pcs, &names)) < 0)
     return d->rc;
   for (uint64_t f = 0; f < n; f++)
-    if (get_u(c, &pcs[f], "stack pc"))
+    if (pprt__tdec_get_u(c, &pcs[f], "stack pc"))
       return d->rc;
   return 0;
 }
@@ -576,18 +229,18 @@ static int parse_batch(dec *d, cur *c, uint64_t tid, uint64_t ts, uint64_t *gen_
     uint8_t type = *c->p++;
     const pprt__trace_event_spec *spec = pprt__trace_spec(type);
     if (spec == NULL)
-      return fail(d, off, -EINVAL, "unknown event type %u", type);
+      return pprt__tdec_fail(d, off, -EINVAL, "unknown event type %u", type);
     uint64_t delta;
-    if (get_u(c, &delta, spec->name))
+    if (pprt__tdec_get_u(c, &delta, spec->name))
       return d->rc;
     if (delta == 0)
-      return fail(d, off, -EINVAL, "%s: timestamp delta 0 (timestamps increase strictly)",
-                  spec->name);
+      return pprt__tdec_fail(d, off, -EINVAL,
+                             "%s: timestamp delta 0 (timestamps increase strictly)", spec->name);
     if (ts + delta < ts)
-      return fail(d, off, -EINVAL, "%s: timestamp overflows", spec->name);
+      return pprt__tdec_fail(d, off, -EINVAL, "%s: timestamp overflows", spec->name);
     ts += delta;
     if (PPRT__RESERVE(t->events, d->cap_events, t->nevents + 1) != 0)
-      return oom(d, off);
+      return pprt__tdec_oom(d, off);
     pprt__trace_event *e = &t->events[t->nevents];
     memset(e, 0, sizeof *e);
     e->type = type;
@@ -601,7 +254,7 @@ static int parse_batch(dec *d, cur *c, uint64_t tid, uint64_t ts, uint64_t *gen_
       switch (spec->args[i]) {
       case PPRT__ARG_U:
       case PPRT__ARG_S:
-        if (get_u(c, &u[i], spec->name))
+        if (pprt__tdec_get_u(c, &u[i], spec->name))
           return d->rc;
         break;
       case PPRT__ARG_STR:
@@ -625,19 +278,19 @@ static int parse_batch(dec *d, cur *c, uint64_t tid, uint64_t ts, uint64_t *gen_
     case PPRT__EV_TASK_BEGIN:
     case PPRT__EV_TASK_END:
       if (u[0] == 0)
-        return fail(d, off, -EINVAL, "%s: task id 0", spec->name);
+        return pprt__tdec_fail(d, off, -EINVAL, "%s: task id 0", spec->name);
       e->id = u[0];
       break;
     case PPRT__EV_CPU_SAMPLE:
     case PPRT__EV_ALLOC_SAMPLE:
     case PPRT__EV_FREE_SAMPLE:
       if (u[0] == 0)
-        return fail(d, off, -EINVAL, "%s: thread id 0", spec->name);
+        return pprt__tdec_fail(d, off, -EINVAL, "%s: thread id 0", spec->name);
       e->tid = u[0];
       ns = pprt__trace_add_ns(ns, pprt__unzigzag(u[1]));
       if (type == PPRT__EV_CPU_SAMPLE) {
         if (u[3] == 0)
-          return fail(d, off, -EINVAL, "cpu_sample: count 0");
+          return pprt__tdec_fail(d, off, -EINVAL, "cpu_sample: count 0");
         e->value = (int64_t)u[3];
       } else {
         e->id = u[2];
@@ -645,7 +298,7 @@ static int parse_batch(dec *d, cur *c, uint64_t tid, uint64_t ts, uint64_t *gen_
       }
       break;
     case PPRT__EV_THREAD_NAME:
-      if (set_thread_name(d, tid, &e->name, off) != 0)
+      if (pprt__tdec_set_thread_name(d, tid, &e->name, off) != 0)
         return d->rc;
       break;
     }
@@ -684,37 +337,39 @@ static int read_record(dec *d, size_t *pos, rec *r, int *truncated) {
   unsigned last = d->t->version >= 2 ? PPRT__TR_FRAMES : PPRT__TR_GEN_END;
   if (r->type < PPRT__TR_BATCH || r->type > last) {
     if (pprt__trace_spec(r->type))
-      return fail(d, r->off, -EINVAL, "event type %u outside a batch", r->type);
-    return fail(d, r->off, -EINVAL, "unknown record type %u", r->type);
+      return pprt__tdec_fail(d, r->off, -EINVAL, "event type %u outside a batch", r->type);
+    return pprt__tdec_fail(d, r->off, -EINVAL, "unknown record type %u", r->type);
   }
   static const char *const names[] = {"",        "batch",     "strings", "stacks",
                                       "threads", "frequency", "lost",    "end of generation",
                                       "frames"};
   const char *what = names[r->type];
   r->tid = r->ts = 0;
-  if (get_u(&c, &r->gen, what) ||
-      (r->type == PPRT__TR_BATCH &&
-       (get_u(&c, &r->tid, "batch thread id") || get_u(&c, &r->ts, "batch timestamp")))) {
+  if (pprt__tdec_get_u(&c, &r->gen, what) ||
+      (r->type == PPRT__TR_BATCH && (pprt__tdec_get_u(&c, &r->tid, "batch thread id") ||
+                                     pprt__tdec_get_u(&c, &r->ts, "batch timestamp")))) {
     *truncated = c.p + PPRT__VARINT_MAX > c.end;
     return d->rc;
   }
   if (c.end - c.p < 4) {
     *truncated = 1;
-    return fail(d, off_of(&c), -EINVAL, "%s record: length cut short by the end of the file", what);
+    return pprt__tdec_fail(d, off_of(&c), -EINVAL,
+                           "%s record: length cut short by the end of the file", what);
   }
   uint32_t len = pprt__get_u32le(c.p);
   c.p += 4;
   if (len > PPRT__TRACE_MAX_RECORD)
-    return fail(d, off_of(&c) - 4, -EINVAL, "%s record of %" PRIu32 " bytes (at most %d)", what,
-                len, PPRT__TRACE_MAX_RECORD);
+    return pprt__tdec_fail(d, off_of(&c) - 4, -EINVAL,
+                           "%s record of %" PRIu32 " bytes (at most %d)", what, len,
+                           PPRT__TRACE_MAX_RECORD);
   if (len > (size_t)(c.end - c.p)) {
     *truncated = 1;
-    return fail(d, off_of(&c) - 4, -EINVAL,
-                "%s record of %" PRIu32 " bytes, but the file ends %zu bytes later", what, len,
-                (size_t)(c.end - c.p));
+    return pprt__tdec_fail(d, off_of(&c) - 4, -EINVAL,
+                           "%s record of %" PRIu32 " bytes, but the file ends %zu bytes later",
+                           what, len, (size_t)(c.end - c.p));
   }
   if (r->type == PPRT__TR_GEN_END && len != 0)
-    return fail(d, off_of(&c) - 4, -EINVAL, "end-of-generation record with a payload");
+    return pprt__tdec_fail(d, off_of(&c) - 4, -EINVAL, "end-of-generation record with a payload");
   r->body = c.p;
   r->len = len;
   *pos = off_of(&c) + len;
@@ -746,12 +401,12 @@ static int decode_generation(dec *d, size_t *pos, int first) {
         return 2; /* the input ends after a complete generation */
       truncated = 1;
       if (p == start)
-        fail(d, p, -EINVAL, "no generation: the file ends after its header");
+        pprt__tdec_fail(d, p, -EINVAL, "no generation: the file ends after its header");
       else
-        fail(d, p, -EINVAL,
-             "generation %" PRIu64 " has no end-of-generation record "
-             "(the file is cut short)",
-             d->gen);
+        pprt__tdec_fail(d, p, -EINVAL,
+                        "generation %" PRIu64 " has no end-of-generation record "
+                        "(the file is cut short)",
+                        d->gen);
       rc = d->rc;
     }
     if (rc < 0) {
@@ -769,26 +424,29 @@ static int decode_generation(dec *d, size_t *pos, int first) {
       if (first)
         d->gen = r.gen;
       else if (r.gen != d->gen)
-        return fail(d, r.off, -EINVAL, "generation %" PRIu64 " follows generation %" PRIu64, r.gen,
-                    d->gen - 1);
+        return pprt__tdec_fail(d, r.off, -EINVAL,
+                               "generation %" PRIu64 " follows generation %" PRIu64, r.gen,
+                               d->gen - 1);
     }
     if (r.gen != d->gen)
-      return fail(d, r.off, -EINVAL, "record of generation %" PRIu64 " inside generation %" PRIu64,
-                  r.gen, d->gen);
+      return pprt__tdec_fail(d, r.off, -EINVAL,
+                             "record of generation %" PRIu64 " inside generation %" PRIu64, r.gen,
+                             d->gen);
     cur c = {d, r.body, r.body + r.len};
-    if (r.type == PPRT__TR_STRINGS && parse_strings(d, &c) != 0)
+    if (r.type == PPRT__TR_STRINGS && pprt__tdec_strings(d, &c) != 0)
       return d->rc;
-    if (r.type == PPRT__TR_FREQUENCY && parse_frequency(d, &c, r.off) != 0)
+    if (r.type == PPRT__TR_FREQUENCY && pprt__tdec_frequency(d, &c, r.off) != 0)
       return d->rc;
     if (r.type == PPRT__TR_BATCH && r.tid == 0)
-      return fail(d, r.off, -EINVAL, "batch of thread id 0");
+      return pprt__tdec_fail(d, r.off, -EINVAL, "batch of thread id 0");
     if (r.type == PPRT__TR_GEN_END) {
       end_pos = p;
       break;
     }
   }
   if (!d->have_freq)
-    return fail(d, r.off, -EINVAL, "generation %" PRIu64 " has no frequency record", d->gen);
+    return pprt__tdec_fail(d, r.off, -EINVAL, "generation %" PRIu64 " has no frequency record",
+                           d->gen);
   see_ns(d, sync_ns(d));
 
   /* Pass 2: source lines, stacks, threads, lost counts, then the events. */
@@ -799,11 +457,11 @@ static int decode_generation(dec *d, size_t *pos, int first) {
     while (p < end_pos) {
       read_record(d, &p, &r, &truncated); /* checked in pass 1 */
       cur c = {d, r.body, r.body + r.len};
-      if (phase == 0 && r.type == PPRT__TR_FRAMES && parse_frames(d, &c) != 0)
+      if (phase == 0 && r.type == PPRT__TR_FRAMES && pprt__tdec_frames(d, &c) != 0)
         return d->rc;
-      if (phase == 1 && r.type == PPRT__TR_STACKS && parse_stacks(d, &c) != 0)
+      if (phase == 1 && r.type == PPRT__TR_STACKS && pprt__tdec_stacks(d, &c) != 0)
         return d->rc;
-      if (phase == 2 && r.type == PPRT__TR_THREADS && parse_threads(d, &c) != 0)
+      if (phase == 2 && r.type == PPRT__TR_THREADS && pprt__tdec_threads(d, &c) != 0)
         return d->rc;
       if (phase == 2 && r.type == PPRT__TR_BATCH && parse_batch(d, &c, r.tid, r.ts, &gen_max) != 0)
         return d->rc;
@@ -811,13 +469,14 @@ static int decode_generation(dec *d, size_t *pos, int first) {
         while (c.p < c.end) {
           size_t off = off_of(&c);
           uint64_t tid, n;
-          if (get_u(&c, &tid, "lost thread id") || get_u(&c, &n, "lost count"))
+          if (pprt__tdec_get_u(&c, &tid, "lost thread id") ||
+              pprt__tdec_get_u(&c, &n, "lost count"))
             return d->rc;
           if (n == 0)
-            return fail(d, off, -EINVAL, "lost count 0");
+            return pprt__tdec_fail(d, off, -EINVAL, "lost count 0");
           pprt__trace *t = d->t;
           if (PPRT__RESERVE(t->lost, d->cap_lost, t->nlost + 1) != 0)
-            return oom(d, off);
+            return pprt__tdec_oom(d, off);
           t->lost[t->nlost++] = (pprt__trace_lost){d->gen, tid, n, 0};
         }
       }
@@ -859,32 +518,33 @@ int pprt__trace_decode(const void *data, size_t len, unsigned flags, pprt__trace
   d.errlen = errlen;
   d.t = calloc(1, sizeof *d.t);
   if (d.t == NULL)
-    return oom(&d, 0);
+    return pprt__tdec_oom(&d, 0);
   const uint8_t *p = data;
   if (len > PPRT__TRACE_MAX_BYTES)
-    fail(&d, 0, -EFBIG, "trace of %zu bytes (at most %zu)", len, PPRT__TRACE_MAX_BYTES);
+    pprt__tdec_fail(&d, 0, -EFBIG, "trace of %zu bytes (at most %zu)", len, PPRT__TRACE_MAX_BYTES);
   else if (len < PPRT__TRACE_HEADER_LEN)
-    fail(&d, len, -EINVAL, "file of %zu bytes is shorter than the %d-byte header", len,
-         PPRT__TRACE_HEADER_LEN);
+    pprt__tdec_fail(&d, len, -EINVAL, "file of %zu bytes is shorter than the %d-byte header", len,
+                    PPRT__TRACE_HEADER_LEN);
   else if (memcmp(p, PPRT__TRACE_MAGIC, PPRT__TRACE_MAGIC_LEN) != 0)
-    fail(&d, 0, -EINVAL, "not a pprt trace (bad magic)");
+    pprt__tdec_fail(&d, 0, -EINVAL, "not a pprt trace (bad magic)");
   if (d.rc == 0) {
     unsigned version = (unsigned)p[8] | (unsigned)p[9] << 8;
     d.t->version = version;
     if (version == 0)
-      fail(&d, 8, -EINVAL, "trace format version 0 does not exist");
+      pprt__tdec_fail(&d, 8, -EINVAL, "trace format version 0 does not exist");
     else if (version > PPRT__TRACE_VERSION)
-      fail(&d, 8, -ENOTSUP,
-           "trace format version %u is newer than this reader (version %d): read it with a "
-           "newer pprt",
-           version, PPRT__TRACE_VERSION);
+      pprt__tdec_fail(
+          &d, 8, -ENOTSUP,
+          "trace format version %u is newer than this reader (version %d): read it with a "
+          "newer pprt",
+          version, PPRT__TRACE_VERSION);
     else if (p[10] != 0 || p[11] != 0)
-      fail(&d, 10, -EINVAL, "header flags %u are not defined in version %u",
-           (unsigned)p[10] | (unsigned)p[11] << 8, version);
+      pprt__tdec_fail(&d, 10, -EINVAL, "header flags %u are not defined in version %u",
+                      (unsigned)p[10] | (unsigned)p[11] << 8, version);
     else
       for (int i = 12; i < 16; i++)
         if (p[i] != 0) {
-          fail(&d, (size_t)i, -EINVAL, "reserved header byte is %u, not 0", p[i]);
+          pprt__tdec_fail(&d, (size_t)i, -EINVAL, "reserved header byte is %u, not 0", p[i]);
           break;
         }
   }

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/trace.h"
 #include "core/trace_format.h"
 #include "pprt.h"
 #include "read/trace_decode.h"

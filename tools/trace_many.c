@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/trace.h"
 #include "read/trace_decode.h"
 #include "read/trace_json.h"
 #include "tools/cli.h"

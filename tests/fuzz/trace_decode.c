@@ -4,7 +4,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/trace.h"
 #include "read/trace_decode.h"
 #include "read/trace_json.h"
 
