@@ -87,6 +87,7 @@
 
 #include "bench/bench_util.h"
 #include "bench/cpu_handler.h"
+#include "read/profile_decode.h"
 
 #define THREADS 2
 #define WORK_DEPTH 16 /* the workload's frames above its leaf */

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "core/profile.h"
+#include "read/profile_decode.h"
 #include "tests/http_client.h"
 
 #include "bench_util.h"

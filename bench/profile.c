@@ -29,6 +29,7 @@
 #include "core/profile.h"
 #include "core/symbolize.h"
 #include "tests/membuf.h"
+#include "read/profile_decode.h"
 
 #define SAMPLES 100000
 #define STACKS 10000

@@ -45,6 +45,8 @@
 #include "core/trace.h"
 #include "pprt.h"
 #include "tests/proc_counts.h"
+#include "read/profile_decode.h"
+#include "read/trace_decode.h"
 
 /* ---- options, skips and failure ------------------------------------------------------ */
 

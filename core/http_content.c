@@ -16,8 +16,10 @@
 #include "core/http.h"
 #include "core/platform.h"
 #include "core/profile.h"
-#include "core/trace.h"
 #include "pprt.h"
+#include "read/profile_decode.h"
+#include "read/trace_decode.h"
+#include "read/trace_json.h"
 
 /* ---- the buffer writer ------------------------------------------------------------- */
 

@@ -5,7 +5,7 @@
  * (stack, labels) through a hash index over their keys; mappings; and the
  * write path, which resolves mappings and names, fills the protobuf-c
  * structs (pointing into the builder's arrays instead of copying), packs and
- * gzips. The decoder is in profile_decode.c.
+ * gzips. The decoder, a reader, is read/profile_decode.c.
  */
 #include "core/profile.h"
 

@@ -1,4 +1,5 @@
-/* The profile builder and decoder: stacks in, gzip'd pprof out, and back.
+/* The profile builder: stacks in, gzip'd pprof out (the decoder, a reader,
+ * is read/profile_decode.h).
  *
  * The builder is platform-neutral: callers add samples (raw pcs, values,
  * labels), the mappings of the loaded images, and at write time a function
@@ -154,24 +155,5 @@ int pprt__profile_write_os(pprt__profile *p, int symbolize, pprt_writer out);
 
 /* Counts, for callers and tests. */
 size_t pprt__profile_sample_count(const pprt__profile *p);
-
-/* ---- decoding ---------------------------------------------------------------- */
-
-/* Decodes a profile: gunzips it (data that is not gzip is tried as a bare
- * protobuf message, as pprof does), unpacks it and checks it with
- * pprt__profile_check. On error returns -EINVAL (or -ENOMEM, -EFBIG) and
- * writes a one-line reason into err. Free the result with
- * pprt__profile_decoded_free. */
-int pprt__profile_decode(const void *data, size_t len, Pprt__Profile **out, char *err,
-                         size_t errlen);
-void pprt__profile_decoded_free(Pprt__Profile *prof);
-
-/* Checks pprof's structural rules: string_table[0] is "", string indices in
- * range, ids nonzero and unique, references resolve, len(value) ==
- * len(sample_type). Returns 0, or -EINVAL with the first problem in err. */
-int pprt__profile_check(const Pprt__Profile *prof, char *err, size_t errlen);
-
-/* Largest decompressed profile the decoder accepts. */
-#define PPRT__PROFILE_MAX_BYTES ((size_t)1 << 30)
 
 #endif /* PPRT_CORE_PROFILE_H */

@@ -1,6 +1,6 @@
 /* The trace file format's constants and primitives, shared by the encoder
  * (core/trace_event.c, and core/trace_writer.c, whose thread reads back
- * what threads encoded) and the decoder (core/trace_decode.c).
+ * what threads encoded) and the decoder (read/trace_decode.c).
  * docs/trace-format.md is the spec; this header is its mechanical half:
  * record and event numbers, how each event's arguments are laid out,
  * varints, the tick-to-nanosecond conversion. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/profile.h"
+#include "read/profile_decode.h"
 #include "tests/http_client.h"
 
 /* A profile response as Alloy validates it: 200, octet-stream, gzip, and

@@ -61,6 +61,7 @@
 
 #include <cmocka.h>
 
+#include "read/profile_decode.h"
 #include "tests/preload_run.h"
 
 #ifndef PRELOAD_ASAN_RUNTIME

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/profile.h"
+#include "read/profile_decode.h"
 #include "tests/profile_util.h"
 
 extern char **environ;

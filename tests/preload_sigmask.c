@@ -29,6 +29,7 @@
 
 #include <cmocka.h>
 
+#include "read/profile_decode.h"
 #include "tests/preload_run.h"
 
 static const char *out_dir(void) {

@@ -35,6 +35,7 @@
 
 #include <cmocka.h>
 
+#include "read/profile_decode.h"
 #include "tests/preload_run.h"
 
 static const char *out_dir(void) {

@@ -21,6 +21,7 @@
 
 #include "core/platform.h"
 #include "core/profile.h"
+#include "read/profile_decode.h"
 #include "tests/workload.h"
 
 #define NPC 4

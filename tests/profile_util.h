@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/profile.h"
+#include "read/profile_decode.h"
 
 /* ---- names in a profile --------------------------------------------------------- */
 

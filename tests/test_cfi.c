@@ -25,6 +25,7 @@
 #include "core/profile.h"
 #include "core/unwind.h"
 #include "pprt.h"
+#include "read/profile_decode.h"
 #include "tests/membuf.h"
 #include "tests/profile_util.h"
 

@@ -55,6 +55,7 @@
 #include "core/platform.h"
 #include "core/profile.h"
 #include "pprt.h"
+#include "read/profile_decode.h"
 #include "tests/membuf.h"
 #include "tests/proc_counts.h"
 #include "tests/profile_util.h"

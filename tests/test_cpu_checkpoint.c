@@ -17,6 +17,7 @@
 #include "core/cpu.h"
 #include "core/profile.h"
 #include "pprt.h"
+#include "read/profile_decode.h"
 #include "tests/membuf.h"
 
 #define MAX_CHECKPOINTS 64

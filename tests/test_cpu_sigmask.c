@@ -21,6 +21,7 @@
 #include "core/platform.h"
 #include "core/profile.h"
 #include "pprt.h"
+#include "read/profile_decode.h"
 #include "tests/membuf.h"
 #include "tests/sigprof_mask.h"
 #include "tests/spin.h"

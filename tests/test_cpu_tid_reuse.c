@@ -37,6 +37,7 @@
 
 #include "core/profile.h"
 #include "pprt.h"
+#include "read/profile_decode.h"
 #include "tests/membuf.h"
 #include "tests/profile_util.h"
 #include "tests/spin.h"

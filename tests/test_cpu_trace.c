@@ -18,6 +18,8 @@
 #include "core/trace.h"
 #include "core/trace_format.h"
 #include "pprt.h"
+#include "read/trace_decode.h"
+#include "read/trace_json.h"
 #include "tests/trace_util.h"
 #include "tests/workload.h"
 

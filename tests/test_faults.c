@@ -43,6 +43,8 @@
 #include "core/trace.h"
 #include "core/trace_format.h"
 #include "pprt.h"
+#include "read/profile_decode.h"
+#include "read/trace_decode.h"
 #include "tests/membuf.h"
 #include "tests/proc_counts.h"
 

@@ -36,6 +36,8 @@
 #include "core/profile.h"
 #include "core/trace.h"
 #include "pprt.h"
+#include "read/profile_decode.h"
+#include "read/trace_decode.h"
 #include "tests/membuf.h"
 
 /* ---- the watchdog ---------------------------------------------------------------- */

@@ -34,6 +34,7 @@
 #include "core/heap.h"
 #include "core/profile.h"
 #include "pprt.h"
+#include "read/profile_decode.h"
 #include "tests/membuf.h"
 #include "tests/profile_util.h"
 

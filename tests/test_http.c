@@ -41,6 +41,7 @@
 
 #include "core/profile.h"
 #include "pprt.h"
+#include "read/profile_decode.h"
 #include "tests/http_check.h"
 #include "tests/http_client.h"
 #include "tests/spin.h"

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "core/profile.h"
+#include "read/profile_decode.h"
 #include "tests/http_check.h"
 #include "tests/http_client.h"
 

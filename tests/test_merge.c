@@ -2,7 +2,7 @@
  * process tree and the views use for several FILEs: pprof's header rules,
  * samples and their labels kept, functions shared and mappings kept per
  * input, a mismatch refused, the --by root frames, and that the result
- * passes core's decoder checks. */
+ * passes the decoder's checks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "core/profile.h"
+#include "read/profile_decode.h"
 #include "tests/membuf.h"
 #include "tools/cli.h"
 #include "tools/merge.h"

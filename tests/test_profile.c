@@ -1,5 +1,5 @@
 /* Tests of the profile builder and decoder (core/profile.c,
- * core/profile_decode.c): a full round trip compared field by field, each
+ * read/profile_decode.c): a full round trip compared field by field, each
  * of pprof's rules, deduplication, labels, synthetic frames, mappings and
  * names, and the decoder's answer to bad input. */
 #include <errno.h>
@@ -16,6 +16,7 @@
 
 #include "core/profile.h"
 #include "core/symbolize.h"
+#include "read/profile_decode.h"
 
 /* ---- helpers ------------------------------------------------------------------- */
 

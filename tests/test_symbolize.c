@@ -19,6 +19,7 @@
 
 #include "core/profile.h"
 #include "core/symbolize.h"
+#include "read/profile_decode.h"
 #include "tests/membuf.h"
 
 #define NADDRS 6

@@ -41,6 +41,8 @@
 #include "core/trace.h"
 #include "core/trace_format.h"
 #include "pprt.h"
+#include "read/trace_decode.h"
+#include "read/trace_json.h"
 #include "tests/trace_util.h"
 
 /* ---- helpers ----------------------------------------------------------------------- */

@@ -10,9 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/trace.h"
 #include "core/trace_format.h"
 #include "pprt.h"
+#include "read/trace_decode.h"
+#include "read/trace_json.h"
 
 static int file_write(void *ctx, const void *data, size_t len) {
   return fwrite(data, 1, len, ctx) == len ? 0 : -EIO;

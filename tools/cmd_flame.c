@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "read/json.h"
 #include "tools/cli.h"
 
 extern const unsigned char cli_flame_html[];
@@ -35,19 +36,14 @@ static const char usage[] =
     "Exit status: 0 ok, 1 OUT cannot be written, 2 bad usage, 3 FILE unreadable,\n"
     "not a profile, or beyond the views' bounds (as for pprt top).\n";
 
-/* JSON string contents; '<', '>' and '&' escaped so no name can end the
- * script element. */
+static void file_put(void *ctx, const char *s, size_t n) {
+  fwrite(s, 1, n, ctx);
+}
+
+/* A JSON string; '<', '>' and '&' escaped so no name can end the script
+ * element. */
 static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-    if (*c == '"' || *c == '\\')
-      fprintf(f, "\\%c", *c);
-    else if (*c < 0x20 || *c == '<' || *c == '>' || *c == '&')
-      fprintf(f, "\\u%04x", *c);
-    else
-      fputc(*c, f);
-  }
-  fputc('"', f);
+  pprt__json_string(s, strlen(s), PPRT__JSON_HTML, file_put, f);
 }
 
 /* The tree as nested arrays, [name, value, [children...]], children

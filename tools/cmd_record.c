@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -687,31 +688,17 @@ static void summarize_trace(const char *dir, int status) {
     fprintf(stderr, "  %s: %s\n", path, err);
     return;
   }
-  FILE *tmp = tmpfile();
-  int rc = tmp ? cli_trace_check(data, len, tmp, err, sizeof err) : -ENOMEM;
+  cli_trace_summary sum;
+  int rc = cli_trace_summarize(data, len, &sum, err, sizeof err);
   fprintf(stderr, "  %s: %.1f KiB", path, (double)len / 1024);
   if (rc == 0) {
-    char line[256], events[256] = "", threads[256] = "", span[256] = "";
-    rewind(tmp);
-    /* The check's own lines: "events       N (lost M)", "threads      N",
-     * "time span    S s". */
-    static const char *const keys[] = {"events ", "threads ", "time span "};
-    char *const vals[] = {events, threads, span};
-    while (fgets(line, sizeof line, tmp)) {
-      line[strcspn(line, "\n")] = '\0';
-      for (size_t k = 0; k < 3; k++)
-        if (strncmp(line, keys[k], strlen(keys[k])) == 0) {
-          const char *v = line + strlen(keys[k]);
-          snprintf(vals[k], sizeof events, "%s", v + strspn(v, " "));
-        }
-    }
-    fprintf(stderr, ", valid; events %s; threads %s; time span %s", events, threads, span);
+    fprintf(stderr, ", valid; events %zu (lost %" PRIu64 "); threads %zu; time span %.6f s",
+            sum.nevents, sum.lost, sum.nthreads, (double)sum.span_ns / 1e9);
+    cli_trace_summary_free(&sum);
   } else {
     fprintf(stderr, ", not valid: %s", err);
   }
   fprintf(stderr, "\n    pprt trace check %s; pprt trace export %s\n", path, path);
-  if (tmp)
-    fclose(tmp);
   free(data);
 }
 

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "core/profile.h"
+#include "read/profile_decode.h"
 #include "tools/cli.h"
 #include "tools/cmd_record_tree.h"
 #include "tools/merge.h"

@@ -1,7 +1,8 @@
 /* `pprt trace check` and `pprt trace export`: execution traces (PPRT_TRACE,
  * pprt_trace_start) validated and summarised, or converted to the Chrome
  * Trace Event JSON that ui.perfetto.dev, chrome://tracing and speedscope
- * open. The decoding itself is core's, behind tools/trace_backend.h. */
+ * open. The decoding itself is the readers' (read/), behind
+ * tools/trace_backend.h. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/profile.h"
+#include "read/profile_decode.h"
 #include "tools/cli.h"
 #include "tools/merge.h"
 

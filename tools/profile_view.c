@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "core/profile.h"
+#include "read/profile_decode.h"
 #include "tools/cli.h"
 
 const char *cli_str(const Pprt__Profile *p, int64_t i) {

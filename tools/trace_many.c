@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/trace.h"
+#include "read/trace_decode.h"
+#include "read/trace_json.h"
 #include "tools/cli.h"
 #include "tools/trace_backend.h"
 

@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "core/profile.h"
+#include "read/profile_decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 

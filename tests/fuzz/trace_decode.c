@@ -4,7 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/trace.h"
+#include "read/trace_decode.h"
+#include "read/trace_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 

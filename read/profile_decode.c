@@ -1,8 +1,8 @@
-/* The profile decoder: gunzip, unpack, and check pprof's structural rules,
- * with a one-line reason for anything wrong. The tests and the pprt command
- * read profiles (pprt's own and other writers') through it, so it must
- * survive any input: every size is bounded and every reference checked
- * before it is followed. */
+/* The profile decoder (read/profile_decode.h): gunzip, unpack, and check
+ * pprof's structural rules, with a one-line reason for anything wrong. The
+ * tests and the pprt command read profiles (pprt's own and other writers')
+ * through it, so it must survive any input: every size is bounded and
+ * every reference checked before it is followed. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "core/profile.h"
 #include "core/table.h"
+#include "read/profile_decode.h"
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...) {
   if (err && errlen) {
