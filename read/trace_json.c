@@ -96,6 +96,13 @@ static void jname(jout *j, const char *key, const pprt__trace_str *s) {
   jstr(j, s->s, s->len);
 }
 
+/* Ends an event with its one string argument: ,"args":{"key":"..."}} */
+static void jend_arg(jout *j, const char *key, const pprt__trace_str *s) {
+  jprintf(j, ",\"args\":{\"%s\":", key);
+  jstr(j, s->s, s->len);
+  jputs(j, "}}");
+}
+
 static void jstack(jout *j, const pprt__trace *t, int64_t idx) {
   jputs(j, "\"stack\":[");
   if (idx >= 0 && (size_t)idx < t->nstacks) {
@@ -207,18 +214,14 @@ static void export_event(jout *j, const pprt__trace *t, const pprt__trace_event 
     break;
   case PPRT__EV_THREAD_NAME:
     instant(j, t, e, "thread name", "thread");
-    jputs(j, ",\"args\":{\"name\":");
-    jstr(j, e->name.s, e->name.len);
-    jputs(j, "}}");
+    jend_arg(j, "name", &e->name);
     break;
   case PPRT__EV_LOG:
     jevent(j, t, "i", e->ts, e->tid);
     jputs(j, ",\"s\":\"t\"");
     jname(j, "name", &e->msg);
     jname(j, "cat", &e->name);
-    jputs(j, ",\"args\":{\"category\":");
-    jstr(j, e->name.s, e->name.len);
-    jputs(j, "}}");
+    jend_arg(j, "category", &e->name);
     break;
   case PPRT__EV_COUNTER:
     jevent(j, t, "C", e->ts, e->tid);
