@@ -1,4 +1,4 @@
-/* CPU profile checkpoints (core/cpu.c's reader, PPRT_CHECKPOINT): while a
+/* CPU profile checkpoints (core/cpu_reader.c, PPRT_CHECKPOINT): while a
  * profile runs, the reader writes the profile so far at the interval asked;
  * each checkpoint is a complete profile that says it is one, later ones
  * hold at least the samples of earlier ones, and the final profile carries
