@@ -403,7 +403,8 @@ static int find_sequences(pprt__dw_lineprog *p) {
     start = vm.pos;
     first = 1;
   }
-  qsort(p->seqs, p->nseqs, sizeof *p->seqs, seq_order);
+  if (p->nseqs > 1) /* qsort takes no NULL, even for 0 items */
+    qsort(p->seqs, p->nseqs, sizeof *p->seqs, seq_order);
   return 0;
 }
 

@@ -84,7 +84,8 @@ int pprt__dw_index_build(Dwarf_Die *cu, pprt__dw_cu_index *out) {
     pprt__dw_index_free(out);
     return b.err;
   }
-  qsort(out->v, out->n, sizeof *out->v, scope_order);
+  if (out->n > 1) /* qsort takes no NULL, even for 0 items */
+    qsort(out->v, out->n, sizeof *out->v, scope_order);
   Dwarf_Addr maxend = 0;
   for (size_t i = 0; i < out->n; i++) {
     if (out->v[i].hi > maxend)
