@@ -102,8 +102,10 @@ typedef struct cached_addr {
   uint16_t flags;
 } cached_addr;
 
+/* Outside the cache's struct, which emptying the cache clears. */
+static pthread_mutex_t g_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static struct {
-  pthread_mutex_t lock;
   int mode; /* the entries' mode; PPRT_SYMBOLIZE_DEFAULT while empty */
   uint64_t loader_gen;
   pprt__table addr_index, str_index;
@@ -113,7 +115,7 @@ static struct {
   size_t nframes, frames_cap;
   char *strs; /* NUL-terminated strings; offset 0 is "" and means NULL */
   size_t nstrs, strs_cap;
-} g_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} g_cache;
 
 static _Atomic uint64_t g_hits, g_resolved, g_opens, g_clears;
 
@@ -125,23 +127,22 @@ static void cache_clear_locked(void) {
   free(g_cache.addrs);
   free(g_cache.frames);
   free(g_cache.strs);
-  pthread_mutex_t keep = g_cache.lock;
   memset(&g_cache, 0, sizeof g_cache);
-  g_cache.lock = keep;
 }
 
-/* A fork may come while another thread holds the lock; the child's only
- * thread then starts with an empty cache and a fresh lock. */
+/* A fork may come while another thread holds the lock: the child's only
+ * thread gets a fresh one. The entries stay good there (the same images
+ * are mapped). */
 static void cache_prepare(void) {
-  pthread_mutex_lock(&g_cache.lock);
+  pthread_mutex_lock(&g_cache_lock);
 }
 
 static void cache_parent(void) {
-  pthread_mutex_unlock(&g_cache.lock);
+  pthread_mutex_unlock(&g_cache_lock);
 }
 
 static void cache_child(void) {
-  pthread_mutex_init(&g_cache.lock, NULL);
+  pthread_mutex_init(&g_cache_lock, NULL);
 }
 
 static void register_fork_hooks(void) {
@@ -152,7 +153,7 @@ static void register_fork_hooks(void) {
 static void cache_lock(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, register_fork_hooks);
-  pthread_mutex_lock(&g_cache.lock);
+  pthread_mutex_lock(&g_cache_lock);
 }
 
 /* Empties the cache when its entries no longer answer for mode. */
@@ -397,7 +398,7 @@ size_t pprt__symbolizer_frames(void *ctx, uint64_t addr, pprt__frame *out, size_
   cache_check_locked(s->mode);
   int64_t idx = cache_find_locked(addr);
   size_t n = idx >= 0 ? copy_out_locked(s, idx, out, max, flags) : SIZE_MAX;
-  pthread_mutex_unlock(&g_cache.lock);
+  pthread_mutex_unlock(&g_cache_lock);
   if (n != SIZE_MAX) {
     atomic_fetch_add(&g_hits, 1);
     return n;
@@ -411,7 +412,7 @@ size_t pprt__symbolizer_frames(void *ctx, uint64_t addr, pprt__frame *out, size_
     cache_lock();
     cache_check_locked(s->mode);
     cache_insert_locked(addr, fr, n, *flags);
-    pthread_mutex_unlock(&g_cache.lock);
+    pthread_mutex_unlock(&g_cache_lock);
   }
   if (n > max)
     n = max;
@@ -436,7 +437,7 @@ int pprt__symbolizer_prepare(pprt__symbolizer *s, const uint64_t *addrs, size_t 
   for (size_t i = 0; i < n; i++)
     if (cache_find_locked(addrs[i]) < 0)
       miss[m++] = addrs[i];
-  pthread_mutex_unlock(&g_cache.lock);
+  pthread_mutex_unlock(&g_cache_lock);
   /* In address order: an image, and a compilation unit within it, at a
    * time, as the lines reader works best. */
   qsort(miss, m, sizeof *miss, addr_cmp);
@@ -461,7 +462,7 @@ void pprt__symbolizer_close(pprt__symbolizer *s) {
 void pprt__symbolize_get_stats(pprt__symbolize_stats *out) {
   cache_lock();
   out->entries = g_cache.naddrs;
-  pthread_mutex_unlock(&g_cache.lock);
+  pthread_mutex_unlock(&g_cache_lock);
   out->hits = atomic_load(&g_hits);
   out->resolved = atomic_load(&g_resolved);
   out->reader_opens = atomic_load(&g_opens);
