@@ -17,10 +17,20 @@ static const pprt__fork_hooks *_Atomic g_hooks[PPRT__FORK_NRANKS];
 static pthread_mutex_t *_Atomic g_locks[PPRT__FORK_NRANKS];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+/* What this fork's prepare step ran, for its parent and child steps (the
+ * forking thread runs all three): a component that registers while
+ * another thread forks must not be unlocked there without having been
+ * locked (ThreadSanitizer, the soak: the symbol cache registering on its
+ * first use, between a fork's prepare and parent steps). */
+static __thread const pprt__fork_hooks *t_hooks[PPRT__FORK_NRANKS];
+static __thread pthread_mutex_t *t_locks[PPRT__FORK_NRANKS];
+
 static void prepare_all(void) {
   for (int i = 0; i < PPRT__FORK_NRANKS; i++) {
     const pprt__fork_hooks *h = atomic_load(&g_hooks[i]);
     pthread_mutex_t *lock = atomic_load(&g_locks[i]);
+    t_hooks[i] = h;
+    t_locks[i] = lock;
     if (lock)
       pthread_mutex_lock(lock);
     if (h && h->prepare)
@@ -30,8 +40,8 @@ static void prepare_all(void) {
 
 static void parent_all(void) {
   for (int i = PPRT__FORK_NRANKS - 1; i >= 0; i--) {
-    const pprt__fork_hooks *h = atomic_load(&g_hooks[i]);
-    pthread_mutex_t *lock = atomic_load(&g_locks[i]);
+    const pprt__fork_hooks *h = t_hooks[i];
+    pthread_mutex_t *lock = t_locks[i];
     if (h && h->parent)
       h->parent();
     if (lock)
@@ -41,8 +51,8 @@ static void parent_all(void) {
 
 static void child_all(void) {
   for (int i = PPRT__FORK_NRANKS - 1; i >= 0; i--) {
-    const pprt__fork_hooks *h = atomic_load(&g_hooks[i]);
-    pthread_mutex_t *lock = atomic_load(&g_locks[i]);
+    const pprt__fork_hooks *h = t_hooks[i];
+    pthread_mutex_t *lock = t_locks[i];
     if (lock) {
       pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
       *lock = fresh;
