@@ -130,24 +130,12 @@ static void cache_clear_locked(void) {
   memset(&g_cache, 0, sizeof g_cache);
 }
 
-/* A fork may come while another thread holds the lock: the child's only
- * thread gets a fresh one. The entries stay good there (the same images
- * are mapped). */
-static void cache_prepare(void) {
-  pthread_mutex_lock(&g_cache_lock);
-}
-
-static void cache_parent(void) {
-  pthread_mutex_unlock(&g_cache_lock);
-}
-
-static void cache_child(void) {
-  pthread_mutex_init(&g_cache_lock, NULL);
-}
-
+/* A fork may come while another thread holds the lock: the fork handlers
+ * take it around the fork and give the child a fresh one. The entries stay
+ * good there (the same images are mapped). */
 static void register_fork_hooks(void) {
-  static const pprt__fork_hooks hooks = {cache_prepare, cache_parent, cache_child};
-  pprt__fork_register(PPRT__FORK_SYMBOLIZE, &hooks);
+  static const pprt__fork_hooks none = {NULL, NULL, NULL};
+  pprt__fork_register_locked(PPRT__FORK_SYMBOLIZE, &g_cache_lock, &none);
 }
 
 static void cache_lock(void) {
