@@ -45,6 +45,7 @@
 #include "core/trace.h"
 #include "pprt.h"
 #include "tests/proc_counts.h"
+#include "tests/asan_fork.h"
 #include "read/profile_decode.h"
 #include "read/trace_decode.h"
 
@@ -458,21 +459,9 @@ static void *snap_actor(void *arg) {
   return NULL;
 }
 
-/* AddressSanitizer's allocator (GCC 12's libasan among others) takes no
- * lock across fork: a child that allocates can wait forever on a lock that
- * another of the parent's threads held at the fork, whatever pprt does.
- * Under it a child only execs; the child that calls pprt is covered by the
- * other builds' soak and by test_heap's and preload_exits' fork tests. */
-#if defined(__SANITIZE_ADDRESS__)
-#define CHILD_MAY_ALLOCATE 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CHILD_MAY_ALLOCATE 0
-#endif
-#endif
-#ifndef CHILD_MAY_ALLOCATE
-#define CHILD_MAY_ALLOCATE 1
-#endif
+/* Under AddressSanitizer a child only execs (tests/asan_fork.h); the child
+ * that calls pprt is covered by the other builds' soak and by test_heap's
+ * and preload_exits' fork tests. */
 
 /* fork, then exec /bin/true, or call pprt in the child: the child of a
  * profiled process keeps no CPU session, and its allocation notes and

@@ -21,6 +21,7 @@
 #include "core/symbolize.h"
 #include "read/profile_decode.h"
 #include "tests/membuf.h"
+#include "tests/asan_fork.h"
 
 #define NADDRS 6
 
@@ -151,25 +152,11 @@ static void *writer_thread(void *arg) {
   return NULL;
 }
 
-/* AddressSanitizer's allocator (GCC 12's libasan among others) takes no
- * lock across fork: a child that allocates can wait forever on a lock
- * another thread held at the fork, whatever pprt does (bench/soak.c says
- * the same). Under it the children only exit; the parent's side of the
- * fork handlers is still exercised. */
-#if defined(__SANITIZE_ADDRESS__)
-#define CHILD_MAY_ALLOCATE 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CHILD_MAY_ALLOCATE 0
-#endif
-#endif
-#ifndef CHILD_MAY_ALLOCATE
-#define CHILD_MAY_ALLOCATE 1
-#endif
-
 /* A fork while two threads fill and empty the cache: each child writes a
  * profile (the cache's lock is usable there) and exits. A child stuck on
- * a lock held at the fork is killed by the alarm and fails the test. */
+ * a lock held at the fork is killed by the alarm and fails the test.
+ * Under ASan (tests/asan_fork.h) the children only exit; the parent's side
+ * of the fork handlers is still exercised. */
 static void test_fork_while_writing(void **state) {
   (void)state;
   pthread_t th[2];
