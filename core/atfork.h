@@ -18,6 +18,8 @@
  *   sigprof  a spin lock around SIGPROF's action, only reset in the child,
  *            before the CPU profiler's child step restores that action;
  *   cfi      builds unwind tables (allocates, frees) under its lock;
+ *   loader   held around pprt's calls into the loader's image list
+ *            (platform/posix/elf_images.c), which copy (allocate) there;
  *   heap     a leaf: nothing is called under it that takes a pprt lock;
  *   sigmask  per-thread state only, reset in the child. */
 enum pprt__fork_rank {
@@ -28,6 +30,7 @@ enum pprt__fork_rank {
   PPRT__FORK_SYMBOLIZE,
   PPRT__FORK_SIGPROF,
   PPRT__FORK_CFI,
+  PPRT__FORK_LOADER,
   PPRT__FORK_HEAP,
   PPRT__FORK_SIGMASK,
   PPRT__FORK_NRANKS

@@ -176,6 +176,9 @@ static void test_fork_while_writing(void **state) {
     }
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status))
+      fprintf(stderr, "child %d: killed by signal %d\n", (int)pid,
+              WIFSIGNALED(status) ? WTERMSIG(status) : -1);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
   }

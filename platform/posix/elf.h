@@ -58,6 +58,13 @@ typedef struct pprt__elf_snapshot {
   unsigned long long adds;
 } pprt__elf_snapshot;
 int pprt__elf_snapshot_take(pprt__elf_snapshot *snap);
+
+struct dl_phdr_info;
+
+/* dl_iterate_phdr under pprt's loader lock, which forks take first (see
+ * elf_images.c): every pprt call into the loader goes through here. */
+int pprt__elf_iterate_phdr(int (*fn)(struct dl_phdr_info *info, size_t size, void *arg),
+                           void *arg);
 void pprt__elf_snapshot_free(pprt__elf_snapshot *snap);
 
 /* Whether [addr, addr + len) lies in the file-backed part of a readable

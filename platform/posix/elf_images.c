@@ -13,12 +13,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/atfork.h"
 #include "core/platform.h"
 #include "platform/posix/elf.h"
 
 #ifndef PATH_MAX
 #define PATH_MAX 4096
 #endif
+
+/* ---- the loader's lock across fork ------------------------------------------ */
+
+/* glibc's dl_iterate_phdr holds the loader's write lock while it calls back,
+ * and its fork does not make that lock anew in the child. A fork while a
+ * pprt thread is in dl_iterate_phdr left the child's lock held for good,
+ * and the child's first dl_iterate_phdr (a profile, a C++ throw) hung.
+ * pprt's calls go through this lock, which every fork takes first, so no
+ * pprt thread is inside the loader when the process forks. */
+static pthread_mutex_t g_loader_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_loader_once = PTHREAD_ONCE_INIT;
+static const pprt__fork_hooks loader_hooks = {NULL, NULL, NULL};
+
+static void loader_register(void) {
+  pprt__fork_register_locked(PPRT__FORK_LOADER, &g_loader_lock, &loader_hooks);
+}
+
+int pprt__elf_iterate_phdr(int (*fn)(struct dl_phdr_info *info, size_t size, void *arg),
+                           void *arg) {
+  pthread_once(&g_loader_once, loader_register);
+  pthread_mutex_lock(&g_loader_lock);
+  int rc = dl_iterate_phdr(fn, arg);
+  pthread_mutex_unlock(&g_loader_lock);
+  return rc;
+}
 
 /* ---- the main executable and the vdso ---------------------------------------- */
 
@@ -197,7 +223,7 @@ static int resolve_paths(pprt__elf_snapshot *snap) {
 int pprt__elf_snapshot_take(pprt__elf_snapshot *snap) {
   memset(snap, 0, sizeof *snap);
   collect c = {snap, 0, pprt__os_vdso_base(), 0};
-  dl_iterate_phdr(collect_object, &c);
+  pprt__elf_iterate_phdr(collect_object, &c);
   int rc = c.err ? c.err : resolve_paths(snap);
   if (rc != 0)
     pprt__elf_snapshot_free(snap);
@@ -221,7 +247,7 @@ static int read_adds(struct dl_phdr_info *info, size_t size, void *arg) {
 
 unsigned long long pprt__elf_loader_adds(void) {
   unsigned long long adds = 0;
-  dl_iterate_phdr(read_adds, &adds);
+  pprt__elf_iterate_phdr(read_adds, &adds);
   return adds;
 }
 

@@ -37,7 +37,7 @@ static int read_counts(struct dl_phdr_info *info, size_t size, void *arg) {
 
 uint64_t pprt__os_loader_generation(void) {
   uint64_t gen = 0;
-  dl_iterate_phdr(read_counts, &gen);
+  pprt__elf_iterate_phdr(read_counts, &gen);
   return gen;
 }
 
