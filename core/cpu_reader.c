@@ -68,6 +68,7 @@ static void take_record(session *s, const pprt__ring_record *rec) {
   nlabels += pprt__process_labels(labels + nlabels);
   s->samples += (uint64_t)count;
   s->signals++;
+  s->folds_sq += (uint64_t)count * (uint64_t)count;
   s->sample_ns += weight;
   /* Into a running trace too (it does nothing otherwise). */
   pprt__trace_cpu_sample(tid, rec->timestamp, rec->pcs, rec->npcs, (uint64_t)count);
@@ -218,8 +219,11 @@ void pprt__cpu_add_comments(session *s, double cpu) {
   pprt__profile_add_comment(s->prof, c);
   /* What the kernel delivered: a per-thread tick that folded several
    * periods (si_overrun) is one signal weighted as several samples. */
-  snprintf(c, sizeof c, "timer signals %.1f per CPU-second (%llu signals)",
-           cpu > 0 ? (double)s->signals / cpu : 0.0, (unsigned long long)s->signals);
+  snprintf(c, sizeof c,
+           "timer signals %.1f per CPU-second (%llu signals; sum of squared periods per "
+           "signal %llu)",
+           cpu > 0 ? (double)s->signals / cpu : 0.0, (unsigned long long)s->signals,
+           (unsigned long long)s->folds_sq);
   pprt__profile_add_comment(s->prof, c);
   snprintf(c, sizeof c, "lost samples %llu, unwalkable stacks %llu", (unsigned long long)s->lost,
            (unsigned long long)s->external);

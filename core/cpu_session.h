@@ -116,6 +116,8 @@ typedef struct session {
   pprt__table name_index;
   uint64_t samples, lost, external;
   uint64_t signals;   /* records: one per timer signal taken */
+  uint64_t folds_sq;  /* the sum over records of their samples squared: a
+                         share's variance grows by folds_sq / samples */
   uint64_t sample_ns; /* the weights' sum */
   blocked_entry *blocked;
   size_t nblocked, blocked_cap;

@@ -333,9 +333,11 @@ static unsigned long long comment_count(const Pprt__Profile *p, const char *need
  * function's share of the samples against its share of the CPU time the
  * workers measured around its calls. The tolerance is 4 standard
  * deviations of a share of n independent samples, sqrt(p(1-p)/n). A timer
- * tick that stands for several periods (overrun) is counted as several
- * samples but is one draw: there the deviation grows by the samples per
- * signal, from the profile's comments. */
+ * tick that stands for k periods (overrun) is counted as k samples but is
+ * one draw: a share's variance is then p(1-p) sum(k^2) / (sum k)^2, so the
+ * deviation grows by sqrt(sum(k^2) / sum(k)), both sums from the
+ * profile's comments. (The mean k understates it when k varies: a
+ * loaded machine's ticks fold 1 to 5 periods.) */
 static void check_shares(pprt_timer_mode mode, int hz, enum shape shape, int threads,
                          double seconds) {
   membuf m = {0};
@@ -381,12 +383,17 @@ static void check_shares(pprt_timer_mode mode, int hz, enum shape shape, int thr
       }
   }
   unsigned long long samples = comment_count(p, "effective rate");
-  unsigned long long signals = comment_count(p, "timer signals");
-  double fold = signals ? (double)samples / (double)signals : 1.0;
+  unsigned long long signals = comment_count(p, "timer signals"), folds_sq = 0;
+  const char *sq = strstr(comment_with(p, "timer signals"), "squared periods per signal ");
+  assert_non_null(sq);
+  assert_int_equal(sscanf(sq, "squared periods per signal %llu", &folds_sq), 1);
+  double fold = samples ? (double)folds_sq / (double)samples : 1.0;
   const char *src = comment_with(p, "source");
-  print_message("%s, %d thread(s), %d Hz, %s: %lld samples in the workload (%.3f per signal)\n",
+  print_message("%s, %d thread(s), %d Hz, %s: %lld samples in the workload (%.3f per signal, "
+                "variance factor %.3f)\n",
                 shape == RANDOM ? "random" : shape == PERIODIC ? "periodic" : "lockstep", threads,
-                hz, src ? strstr(src, "source") : "?", (long long)n, fold);
+                hz, src ? strstr(src, "source") : "?", (long long)n,
+                signals ? (double)samples / (double)signals : 0.0, fold);
   assert_true(n > 0);
   for (int f = 0; f < NFN; f++) {
     double want = truth[f] / truth_sum, got = (double)k[f] / (double)n;
