@@ -452,14 +452,17 @@ static void test_periodic_not_aliased(void **state) {
 }
 
 /* The rate asked is the rate delivered: 1000 Hz asked gives about 1,000
- * samples per second of the thread's task clock, four times the scheduler
- * tick. The task clock is what the sampling clock counts: the thread's
- * time on a CPU, interrupts included, and in a virtual machine the time
- * the host took (measured 5-12% ahead of the thread's CPU time on a busy
- * 2-vCPU guest), so the test measures it with a counting clock of its own.
- * The count of a Poisson process at rate r over time T has standard
- * deviation sqrt(rT); each signal's delivery takes a little time between
- * intervals (3% allowed for it). */
+ * samples per second of the thread's time on a CPU, four times the
+ * scheduler tick. Two of the kernel's clocks measure that time and, in a
+ * virtual machine, disagree: the thread's CPU time and its perf task clock,
+ * which also counts the time the host took. On a busy 2-vCPU guest the
+ * task clock ran 5-13% ahead, and the samples have followed either one
+ * (measured: 986 per CPU-second with the task clock 13% ahead; other runs
+ * 1,000 per task-clock second). So the test measures both (the task clock
+ * with a counting clock of its own) and wants the count between them. The
+ * count of a Poisson process at rate r over time T has standard deviation
+ * sqrt(rT); each signal's delivery takes a little time between intervals
+ * (3% allowed for it). */
 static void test_perf_rate_above_tick(void **state) {
   (void)state;
   if (!has_perf()) {
@@ -484,12 +487,14 @@ static void test_perf_rate_above_tick(void **state) {
     if (label_num(p, p->sample[i], "thread_id") == (int64_t)w.tid)
       n += p->sample[i]->value[0];
   double clock = w.task_clock > 0 ? w.task_clock : w.total;
-  double want = 1000 * clock, sigma = sqrt(want);
-  print_message("1000 Hz asked: %lld samples over %.3f s of the thread's task clock (%.3f s of "
-                "its CPU) = %.1f per second (allowed: %.0f +- %.0f)\n",
-                (long long)n, clock, w.total, (double)n / clock, want,
-                4 * sigma + 0.03 * want);
-  assert_true(fabs((double)n - want) <= 4 * sigma + 0.03 * want);
+  double lo = 1000 * fmin(clock, w.total), hi = 1000 * fmax(clock, w.total);
+  double below = 4 * sqrt(lo) + 0.03 * lo, above = 4 * sqrt(hi);
+  print_message("1000 Hz asked: %lld samples over %.3f s of the thread's task clock and %.3f s "
+                "of its CPU time = %.1f per task-clock second, %.1f per CPU second (allowed: "
+                "%.0f to %.0f)\n",
+                (long long)n, clock, w.total, (double)n / clock, (double)n / w.total, lo - below,
+                hi + above);
+  assert_true((double)n >= lo - below && (double)n <= hi + above);
   assert_int_equal(leaf_samples(p, "pprt_signals_blocked"), 0);
   pprt__profile_decoded_free(p);
   free(m.data);
