@@ -9,14 +9,17 @@
 
 find_package(PkgConfig QUIET)
 
-# pprt_find_dependency(<name> [FOR_TESTS] PKG <pkg-config module>
+# pprt_find_dependency(<name> [FOR_TESTS] [FOR_HTTP] PKG <pkg-config module>
 #                      HEADER <header> LIBS <library names...>
 #                      DEBIAN <hint> MACOS <hint> FREEBSD <hint>)
-# adds pprt_dep::<name> to pprt_dep_targets, what the library links, unless
-# FOR_TESTS.
+# adds pprt_dep::<name> to pprt_dep_targets, what the runtime library links;
+# FOR_HTTP to pprt_http_dep_targets, what only the HTTP endpoint's library
+# adds; FOR_TESTS to neither.
 function(pprt_find_dependency name)
-  cmake_parse_arguments(arg "FOR_TESTS" "PKG;HEADER;DEBIAN;MACOS;FREEBSD" "LIBS" ${ARGN})
-  if(NOT arg_FOR_TESTS)
+  cmake_parse_arguments(arg "FOR_TESTS;FOR_HTTP" "PKG;HEADER;DEBIAN;MACOS;FREEBSD" "LIBS" ${ARGN})
+  if(arg_FOR_HTTP)
+    set(pprt_http_dep_targets ${pprt_http_dep_targets} pprt_dep::${name} PARENT_SCOPE)
+  elseif(NOT arg_FOR_TESTS)
     set(pprt_dep_targets ${pprt_dep_targets} pprt_dep::${name} PARENT_SCOPE)
   endif()
   if(TARGET pprt_dep::${name})
@@ -50,6 +53,7 @@ function(pprt_find_dependency name)
 endfunction()
 
 set(pprt_dep_targets "")
+set(pprt_http_dep_targets "")
 pprt_find_dependency(zlib PKG zlib HEADER zlib.h LIBS z
   DEBIAN "apt-get install zlib1g-dev" MACOS "part of the SDK, or brew install zlib"
   FREEBSD "part of the base system")
@@ -64,10 +68,10 @@ if(PPRT_UNWINDER STREQUAL "libunwind" AND NOT CMAKE_SYSTEM_NAME STREQUAL "Darwin
     FREEBSD "pkg install libunwind")
 endif()
 
-# libmicrohttpd, for the HTTP endpoint: optional. PPRT_HTTP is ON where it
-# is found (pkg-config), and the library builds without it (pprt_http_start
-# then returns -ENOTSUP). ON when it is missing stops configure and names the
-# package.
+# libmicrohttpd, for the HTTP endpoint's library (libpprt_http): optional.
+# PPRT_HTTP is ON where it is found (pkg-config); without it only the
+# runtime library is built (whose pprt_http_start returns -ENOTSUP). ON
+# when it is missing stops configure and names the package.
 if(NOT DEFINED PPRT_HTTP OR PPRT_HTTP)
   if(PKG_CONFIG_FOUND AND NOT CMAKE_CROSSCOMPILING)
     pkg_check_modules(pprt_pc_microhttpd QUIET libmicrohttpd)
@@ -80,7 +84,7 @@ if(NOT DEFINED PPRT_HTTP OR PPRT_HTTP)
     option(PPRT_HTTP "The HTTP endpoint (/debug/pprof/) with libmicrohttpd" ${pprt_microhttpd_found})
   endif()
   if(PPRT_HTTP)
-    pprt_find_dependency(microhttpd PKG libmicrohttpd HEADER microhttpd.h LIBS microhttpd
+    pprt_find_dependency(microhttpd FOR_HTTP PKG libmicrohttpd HEADER microhttpd.h LIBS microhttpd
       DEBIAN "apt-get install libmicrohttpd-dev" MACOS "brew install libmicrohttpd"
       FREEBSD "pkg install libmicrohttpd (www/libmicrohttpd); or configure with -DPPRT_HTTP=OFF")
   endif()

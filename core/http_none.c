@@ -1,4 +1,6 @@
-/* The HTTP endpoint in a build without libmicrohttpd (PPRT_HTTP off). */
+/* pprt_http_start in libpprt, the runtime library: the endpoint is in
+ * libpprt_http (core/http.c), which a program that serves it links
+ * instead, and which is built only with libmicrohttpd (PPRT_HTTP). */
 #include <errno.h>
 
 #include "pprt.h"

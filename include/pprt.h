@@ -301,8 +301,10 @@ PPRT_API int pprt_flight_stop(void);
  * allocs (with ?seconds=N: the difference over N seconds), trace?seconds=N
  * (pprt's trace format; &format=json: Chrome Trace Event JSON), symbol and
  * cmdline. Served by GNU libmicrohttpd from pprt's own threads, which are
- * neither profiled nor sampled as the program's. Built only where
- * libmicrohttpd was found (CMake option PPRT_HTTP); otherwise
+ * neither profiled nor sampled as the program's. The endpoint is in
+ * libpprt_http (CMake pprt::http, pkg-config pprt-http), the runtime and
+ * the endpoint in one library that a program links instead of libpprt,
+ * built where libmicrohttpd was found (CMake option PPRT_HTTP). In libpprt
  * pprt_http_start returns -ENOTSUP. One endpoint runs at a time. */
 
 /* Endpoint options. Zero-initialise, then set what you need; every zero
@@ -320,8 +322,8 @@ typedef struct pprt_http_options {
   int *bound_port;     /* if not NULL, receives the port listened on */
 } pprt_http_options;
 
-/* Starts serving. Returns once the socket listens. Errors: -ENOTSUP (built
- * without libmicrohttpd), -EBUSY (already serving), -EINVAL (a bad option
+/* Starts serving. Returns once the socket listens. Errors: -ENOTSUP
+ * (libpprt, without the endpoint), -EBUSY (already serving), -EINVAL (a bad option
  * or address), -EACCES (a remote address without allow_remote),
  * -EADDRINUSE, -ENOMEM, -EAGAIN (no thread could be started). */
 PPRT_API int pprt_http_start(const pprt_http_options *opts);

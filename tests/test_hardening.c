@@ -130,6 +130,11 @@ static void test_fork_while_snapshot_allocates(void **state) {
 #if defined(__SANITIZE_THREAD__)
   skip(); /* TSan's runtime can hang a child forked while another thread runs */
 #endif
+  /* The children check pprt's locks, not its symbols: with lines each of
+   * 300 children would read the debug information afresh (0.4 s apiece
+   * where libc's compressed debug file is installed; the test took 111 s
+   * of its 300 s limit on a quiet machine and ran out on a busy one). */
+  assert_int_equal(pprt_set_symbolize(PPRT_SYMBOLIZE_NAMES), 0);
   pprt_flight_options fo = {.size = sizeof fo};
   assert_int_equal(pprt_flight_start(&fo), 0);
   assert_int_equal(pprt_heap_set_rate(1), 0);
@@ -156,6 +161,7 @@ static void test_fork_while_snapshot_allocates(void **state) {
   assert_int_equal((int)(intptr_t)ret, 0);
   assert_int_equal(pprt_flight_stop(), 0);
   pprt_heap_set_rate(0);
+  pprt_set_symbolize(PPRT_SYMBOLIZE_DEFAULT);
 }
 
 /* A slow snapshot writer holds no lock of pprt's: the recorder can be

@@ -1,6 +1,8 @@
 # Builds and runs a consumer of pprt, as a vendoring project would:
 #   MODE=subdirectory  add_subdirectory(pprt) in the consumer's tree
 #   MODE=package       cmake --install pprt to a prefix, then find_package
+# and, with HTTP=ON, a program that serves the endpoint through pprt::http
+# (and pprt-http.pc) too.
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -39,6 +41,27 @@ else()
     get_filename_component(libdir ${pcdir} DIRECTORY)
     run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} DYLD_LIBRARY_PATH=${libdir}
         ${dir}/consumer_pc)
+    # With the endpoint: pprt-http.pc, for a program that serves it.
+    if(HTTP AND NOT EXISTS ${pcdir}/pprt-http.pc)
+      message(FATAL_ERROR "the build has the HTTP endpoint, but cmake --install wrote no pprt-http.pc")
+    endif()
+    if(HTTP)
+      foreach(link shared static)
+        set(static_flag "")
+        if(link STREQUAL "static")
+          set(static_flag --static)
+        endif()
+        execute_process(COMMAND ${PKG_CONFIG} --cflags --libs ${static_flag} pprt-http
+                        OUTPUT_VARIABLE flags RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
+        if(NOT rc EQUAL 0)
+          message(FATAL_ERROR "pkg-config --cflags --libs ${static_flag} pprt-http failed")
+        endif()
+        separate_arguments(flags UNIX_COMMAND "${flags}")
+        run(${CC} ${SRC}/tests/vendor/http_consumer.c -o ${dir}/http_consumer_pc_${link} ${flags})
+        run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} DYLD_LIBRARY_PATH=${libdir}
+            ${dir}/http_consumer_pc_${link})
+      endforeach()
+    endif()
   endif()
   run(${CMAKE_COMMAND} ${ARGS} -S ${consumer} -B ${dir}/build -DCMAKE_PREFIX_PATH=${dir}/prefix)
 endif()
@@ -47,4 +70,13 @@ run(${dir}/build/consumer)
 if(MODE STREQUAL "package")
   run(${dir}/build/consumer_shared)
 endif()
+# HTTP=ON (a build with the endpoint): pprt::http must be there.
+if(HTTP AND NOT EXISTS ${dir}/build/http_consumer)
+  message(FATAL_ERROR "the build has the HTTP endpoint, but the consumer found no pprt::http")
+endif()
+foreach(program http_consumer http_consumer_shared)
+  if(EXISTS ${dir}/build/${program})
+    run(${dir}/build/${program})
+  endif()
+endforeach()
 message(STATUS "${MODE} consumer built and ran")
