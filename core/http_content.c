@@ -17,6 +17,7 @@
 #include "core/platform.h"
 #include "core/profile.h"
 #include "pprt.h"
+#include "read/json.h"
 #include "read/profile_decode.h"
 #include "read/trace_decode.h"
 #include "read/trace_json.h"
@@ -56,28 +57,17 @@ void pprt__http_buf_free(pprt__http_buf *b) {
 
 static void buf_printf(pprt__http_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+static void buf_put(void *ctx, const char *s, size_t n) {
+  buf_write(ctx, s, n);
+}
+
 static void buf_printf(pprt__http_buf *b, const char *fmt, ...) {
-  char small[512];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(small, sizeof small, fmt, ap);
+  int rc = pprt__put_vformat(buf_put, b, fmt, ap);
   va_end(ap);
-  if (n < 0)
-    return;
-  if ((size_t)n < sizeof small) {
-    buf_write(b, small, (size_t)n);
-    return;
-  }
-  char *big = malloc((size_t)n + 1);
-  if (big == NULL) {
-    b->err = -ENOMEM;
-    return;
-  }
-  va_start(ap, fmt);
-  vsnprintf(big, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  buf_write(b, big, (size_t)n);
-  free(big);
+  if (rc != 0 && b->err == 0)
+    b->err = rc;
 }
 
 /* ---- replies ------------------------------------------------------------------------ */

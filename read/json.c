@@ -1,6 +1,8 @@
 /* The JSON string escaper (read/json.h): a UTF-8 validator and the escapes,
  * writing runs of unchanged bytes in one call. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "read/json.h"
@@ -33,6 +35,29 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
   if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
     return 0;
   return len;
+}
+
+int pprt__put_vformat(pprt__json_put put, void *ctx, const char *fmt, va_list ap) {
+  char small[512];
+  va_list again;
+  va_copy(again, ap);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  if (n < 0 || (size_t)n < sizeof small) {
+    va_end(again);
+    if (n < 0)
+      return -EINVAL;
+    put(ctx, small, (size_t)n);
+    return 0;
+  }
+  char *big = malloc((size_t)n + 1);
+  int rc = big != NULL ? 0 : -ENOMEM;
+  if (rc == 0) {
+    vsnprintf(big, (size_t)n + 1, fmt, again);
+    put(ctx, big, (size_t)n);
+    free(big);
+  }
+  va_end(again);
+  return rc;
 }
 
 void pprt__json_string(const char *s, size_t n, unsigned flags, pprt__json_put put, void *ctx) {

@@ -5,6 +5,7 @@
 #ifndef PPRT_READ_JSON_H
 #define PPRT_READ_JSON_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 /* Where the escaper's output goes, a run of bytes at a time. */
@@ -23,5 +24,11 @@ enum {
  * \ufffd, the rest copied as it is. Every JSON parser takes the result. s
  * NULL is the empty string. */
 void pprt__json_string(const char *s, size_t n, unsigned flags, pprt__json_put put, void *ctx);
+
+/* Formats as vsnprintf does and hands the whole text to put: from the
+ * stack when it is short, else from one allocation. The JSON writers'
+ * numbers and the HTTP endpoint's text replies go through it. Returns 0,
+ * -ENOMEM (nothing written), or -EINVAL (a format vsnprintf refused). */
+int pprt__put_vformat(pprt__json_put put, void *ctx, const char *fmt, va_list ap);
 
 #endif /* PPRT_READ_JSON_H */

@@ -53,18 +53,18 @@ static void jputs(jout *j, const char *s) {
   jput(j, s, strlen(s));
 }
 
-static void jprintf(jout *j, const char *fmt, ...) {
-  char tmp[256];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (n > 0)
-    jput(j, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
 static void jput_cb(void *ctx, const char *s, size_t n) {
   jput(ctx, s, n);
+}
+
+static void jprintf(jout *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void jprintf(jout *j, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = pprt__put_vformat(jput_cb, j, fmt, ap);
+  va_end(ap);
+  if (rc != 0 && j->err == 0)
+    j->err = rc;
 }
 
 static void jstr(jout *j, const char *s, size_t n) {
