@@ -17,14 +17,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "core/platform.h"
-#include "tests/asan_fork.h"
 
 static void test_monotonic_clock_advances(void **state) {
   (void)state;
@@ -399,54 +396,6 @@ static void test_exe_path(void **state) {
   assert_int_equal(pprt__os_exe_path(tiny, sizeof tiny), -ENAMETOOLONG);
 }
 
-static int count_image(const pprt__os_image *img, void *ctx) {
-  (void)img;
-  ++*(int *)ctx;
-  return 0;
-}
-
-static atomic_int g_listing;
-
-static void *list_images(void *arg) {
-  (void)arg;
-  while (atomic_load(&g_listing)) {
-    int n = 0;
-    pprt__os_image_each(count_image, &n);
-  }
-  return NULL;
-}
-
-/* A fork while another thread lists the images leaves the child able to
- * list them: glibc's fork does not make the loader's lock anew, so pprt
- * must not be inside the loader when the process forks (it hung one child
- * in a few hundred on i386). A child stuck there is killed by its alarm. */
-static void test_fork_while_listing_images(void **state) {
-  (void)state;
-  pthread_t th;
-  atomic_store(&g_listing, 1);
-  assert_int_equal(pthread_create(&th, NULL, list_images, NULL), 0);
-  for (int i = 0; i < 300; i++) {
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-      if (!CHILD_MAY_ALLOCATE)
-        _exit(0);
-      alarm(30);
-      int n = 0;
-      _exit(pprt__os_image_each(count_image, &n) == 0 && n > 0 ? 0 : 3);
-    }
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    if (!WIFEXITED(status))
-      print_message("child %d of the fork: killed by signal %d\n", i,
-                    WIFSIGNALED(status) ? WTERMSIG(status) : -1);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
-  }
-  atomic_store(&g_listing, 0);
-  pthread_join(th, NULL);
-}
-
 /* The command line is the arguments, each NUL-terminated, and is cut at
  * the buffer's length. */
 static void test_cmdline(void **state) {
@@ -526,7 +475,6 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_thread_name_and_start),
       cmocka_unit_test(test_thread_sigmask),
       cmocka_unit_test(test_exe_path),
-      cmocka_unit_test(test_fork_while_listing_images),
       cmocka_unit_test(test_cmdline),
       cmocka_unit_test(test_wait_and_wake),
       cmocka_unit_test(test_wait_times_out),
