@@ -685,6 +685,7 @@ static int http_stop(void) {
     usleep(10000);
   MHD_stop_daemon(g_daemon);
   g_daemon = NULL;
+  pprt__http_shared_clear(); /* its thread is gone */
   pprt__cpu_unignore_thread(atomic_exchange(&g_worker_tid, 0));
   pprt__cpu_unignore_thread(atomic_exchange(&g_mhd_tid, 0));
   return 0;

@@ -6,6 +6,7 @@
 #define PPRT_CORE_HTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/heap.h"
 #include "pprt.h"
@@ -48,6 +49,13 @@ void pprt__http_symbol(pprt__http_reply *r, const char *addrs);
  * text form. */
 void pprt__http_heap(pprt__http_reply *r, const char *name, const pprt__heap_mark *since,
                      int debug);
+/* Cumulative heap and allocs bodies are shared by the requests within a
+ * window (250 ms) of the moment the body's build began; for tests, another
+ * window (0: the default). Called on the thread that serves requests, or
+ * with the endpoint stopped. */
+void pprt__http_set_share_window(uint64_t ns);
+/* Frees the shared bodies (the endpoint stops). */
+void pprt__http_shared_clear(void);
 /* /debug/pprof/trace?format=json: converts the trace in r->body in place. */
 void pprt__http_trace_to_json(pprt__http_reply *r);
 /* A finished binary profile or trace in r->body, named filename. */

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,24 +266,82 @@ static void heap_text(pprt__http_reply *r, const pprt__http_buf *gz, size_t rate
   r->type = "text/plain; charset=utf-8";
 }
 
+/* The cumulative profiles (heap and allocs without seconds) are shared:
+ * a body is served again to the requests that come within the window of
+ * the moment its build began. Twenty scrapers each paid a whole build
+ * (the table walk, symbolizing, encoding, gzip) for bodies that differed
+ * only by a few milliseconds of allocations; a cumulative profile 250 ms
+ * old is indistinguishable for a scraper, and no response is older than
+ * that. Requests that arrive while a body is built wait for it anyway:
+ * libmicrohttpd's one thread makes these replies in turn, and it is the
+ * only thread that reads or fills the slots (the worker makes only
+ * deltas, which have their own baselines and are never shared). */
+#define SHARE_WINDOW_NS ((uint64_t)250 * 1000 * 1000)
+
+static struct shared {
+  pprt__http_buf body; /* gzip'd profile; empty: none */
+  uint64_t begun_ns;   /* monotonic, before the heap was read */
+} g_shared[2];         /* heap, allocs */
+static _Atomic uint64_t g_share_window_ns = SHARE_WINDOW_NS;
+
+void pprt__http_set_share_window(uint64_t ns) {
+  atomic_store(&g_share_window_ns, ns ? ns : SHARE_WINDOW_NS);
+}
+
+void pprt__http_shared_clear(void) {
+  for (size_t i = 0; i < sizeof g_shared / sizeof g_shared[0]; i++)
+    pprt__http_buf_free(&g_shared[i].body);
+}
+
+/* The shared body of this profile, built now unless the one there is
+ * recent enough; NULL (*rc set) when it could not be built. */
+static const pprt__http_buf *shared_body(int allocs, int *rc) {
+  struct shared *s = &g_shared[allocs];
+  uint64_t now = pprt__os_monotonic_ns();
+  if (s->body.len > 0 && now - s->begun_ns < atomic_load(&g_share_window_ns))
+    return &s->body;
+  pprt__http_buf gz = {0};
+  *rc = pprt__heap_write_profile(pprt__http_buf_writer(&gz), allocs ? "alloc_space" : "inuse_space",
+                                 NULL);
+  if (*rc != 0) {
+    pprt__http_buf_free(&gz);
+    return NULL;
+  }
+  pprt__http_buf_free(&s->body);
+  s->body = gz;
+  s->begun_ns = now;
+  return &s->body;
+}
+
 void pprt__http_heap(pprt__http_reply *r, const char *name, const pprt__heap_mark *since,
                      int debug) {
   int allocs = strcmp(name, "allocs") == 0;
   pprt__http_buf gz = {0};
-  int rc = pprt__heap_write_profile(pprt__http_buf_writer(&gz),
-                                    allocs ? "alloc_space" : "inuse_space", since);
+  const pprt__http_buf *body = &gz;
+  int rc = 0;
+  if (since == NULL)
+    body = shared_body(allocs, &rc);
+  else
+    rc = pprt__heap_write_profile(pprt__http_buf_writer(&gz),
+                                  allocs ? "alloc_space" : "inuse_space", since);
   if (rc != 0) {
     pprt__http_buf_free(&gz);
     fail(r, "write the heap profile", rc);
     return;
   }
   if (debug) {
-    heap_text(r, &gz, pprt_heap_rate());
+    heap_text(r, body, pprt_heap_rate());
     pprt__http_buf_free(&gz);
     return;
   }
   pprt__http_buf_free(&r->body);
-  r->body = gz;
+  if (since != NULL) {
+    r->body = gz;
+  } else {
+    /* The reply owns its copy (libmicrohttpd frees it when sent); a few
+     * kilobytes copied, where a build costs milliseconds. */
+    buf_write(&r->body, body->data, body->len);
+  }
   char file[32];
   snprintf(file, sizeof file, "%s%s", name, since ? "-delta" : "");
   pprt__http_attachment(r, file);

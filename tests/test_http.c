@@ -15,6 +15,10 @@
  *            still works and pprt's threads take < 1% of the program's CPU
  *   load     20 clients scraping heap, allocs deltas and 1 s CPU profiles
  *            for SECONDS (default 10): every response valid, no crash
+ *   shared   in this process: cumulative heap profiles asked for within
+ *            the sharing window get one body; past it, a new one shows
+ *            the allocations since; no response is older than the window,
+ *            and deltas are never shared
  *
  * The server modes fork a child that serves and runs a workload (CPU in
  * http_test_hot, allocations reported with pprt_alloc_note) and answers
@@ -518,6 +522,133 @@ static void test_abuse(void **state) {
   finish(&s);
 }
 
+/* ---- shared --------------------------------------------------------------------------------- */
+
+#ifndef PPRT_TEST_NO_HTTP
+#include "core/http.h"
+
+__attribute__((noinline)) void http_shared_before(void);
+void http_shared_before(void) {
+  static char block[64];
+  pprt_alloc_note(block, sizeof block);
+  __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void http_shared_after(void);
+void http_shared_after(void) {
+  static char block[64];
+  pprt_alloc_note(block, sizeof block);
+  __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void http_shared_during(void);
+void http_shared_during(void) {
+  static char block[64];
+  pprt_alloc_note(block, sizeof block);
+  __asm__ volatile("" ::: "memory");
+}
+
+typedef struct delta_req {
+  int port;
+  http_resp r;
+  atomic_int done;
+} delta_req;
+
+static void *delta_request(void *arg) {
+  delta_req *d = arg;
+  d->r = http_get(d->port, "/debug/pprof/allocs?seconds=2", 20);
+  atomic_store(&d->done, 1);
+  return NULL;
+}
+
+static double wall_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A heap profile response: checked, decoded, and no older than the
+ * default window allows (its time is when its build began). */
+static Pprt__Profile *fresh_heap(int port, const char *name, http_resp *keep) {
+  char path[64];
+  snprintf(path, sizeof path, "/debug/pprof/%s", name);
+  double asked = wall_s();
+  *keep = http_get(port, path, 10);
+  Pprt__Profile *p = check_profile(keep, name, heap_types,
+                                   strcmp(name, "heap") == 0 ? "inuse_space" : "alloc_space");
+  assert_true((double)p->time_nanos / 1e9 > asked - 0.25 - 0.01);
+  return p;
+}
+#endif
+
+/* In this process: cumulative heap profiles within the window share one
+ * body, and none is older than the window. */
+static void test_shared(void **state) {
+  (void)state;
+#ifndef PPRT_TEST_NO_HTTP
+  pprt_heap_set_rate(1); /* every note is sampled */
+  int port = 0;
+  pprt_http_options o = {.size = sizeof o, .bound_port = &port};
+  assert_int_equal(pprt_http_start(&o), 0);
+
+  /* A long window, so that a slow machine does not make the second
+   * request miss it: the same bytes, built once (a body's time is in
+   * nanoseconds, two builds never agree), without what came after. */
+  pprt__http_set_share_window(10 * 1000000000ull);
+  http_resp a, b, c;
+  Pprt__Profile *pa = fresh_heap(port, "heap", &a);
+  http_shared_before();
+  Pprt__Profile *pb = fresh_heap(port, "heap", &b);
+  assert_int_equal(a.len, b.len);
+  assert_memory_equal(a.body, b.body, a.len);
+  assert_false(has_function(pb, "http_shared_before"));
+  /* allocs has a body of its own (another default type), built now. */
+  Pprt__Profile *pc = fresh_heap(port, "allocs", &c);
+  assert_true(has_function(pc, "http_shared_before"));
+  /* debug=1 is made from the shared body too. */
+  http_resp t = http_get(port, "/debug/pprof/heap?debug=1", 10);
+  assert_int_equal(t.status, 200);
+  assert_null(strstr((char *)t.body, "http_shared_before"));
+  http_free(&t);
+  pprt__profile_decoded_free(pa);
+  pprt__profile_decoded_free(pb);
+  pprt__profile_decoded_free(pc);
+  http_free(&a);
+  http_free(&b);
+  http_free(&c);
+
+  /* The default window: past it, the next response is built again and
+   * shows what was allocated since. */
+  pprt__http_set_share_window(0);
+  http_shared_after();
+  usleep(300000);
+  pa = fresh_heap(port, "heap", &a);
+  assert_true(has_function(pa, "http_shared_before"));
+  assert_true(has_function(pa, "http_shared_after"));
+  pprt__profile_decoded_free(pa);
+  http_free(&a);
+
+  /* Deltas are never shared: one taken while the cumulative body is
+   * fresh still shows what was allocated during it. */
+  pa = fresh_heap(port, "allocs", &a);
+  pprt__profile_decoded_free(pa);
+  http_free(&a);
+  delta_req d = {port, {0}, 0};
+  pthread_t th;
+  pthread_create(&th, NULL, delta_request, &d);
+  while (!atomic_load(&d.done)) { /* whenever the delta's window began */
+    http_shared_during();
+    usleep(50000);
+  }
+  pthread_join(th, NULL);
+  pa = check_profile(&d.r, "allocs-delta", heap_types, "alloc_space");
+  assert_true(has_function(pa, "http_shared_during"));
+  pprt__profile_decoded_free(pa);
+  http_free(&d.r);
+  assert_int_equal(pprt_http_stop(), 0);
+#endif
+}
+
 /* ---- load ----------------------------------------------------------------------------------- */
 
 static atomic_int load_ok, load_busy, load_bad;
@@ -606,6 +737,8 @@ int main(int argc, char **argv) {
     t[0] = (struct CMUnitTest)cmocka_unit_test(test_abuse);
   else if (strcmp(mode, "load") == 0)
     t[0] = (struct CMUnitTest)cmocka_unit_test(test_load);
+  else if (strcmp(mode, "shared") == 0)
+    t[0] = (struct CMUnitTest)cmocka_unit_test(test_shared);
   else {
     fprintf(stderr, "test_http: unknown mode %s\n", mode);
     return 2;
