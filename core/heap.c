@@ -507,9 +507,26 @@ int pprt__heap_write_profile(pprt_writer out, const char *default_type,
     pprt__profile_add_comment(p, comment);
   }
 
+  /* The buckets and their stacks are copied under the mutex and the
+   * profile is built from the copy: adding a sample (hashing its stack,
+   * interning its labels) costs far more than copying it, and every
+   * sampled allocation and every free of a sampled block in the program
+   * waits for the mutex meanwhile. */
   int was = lock_heap();
-  for (size_t i = 0; i < g_nbuckets && rc == 0; i++) {
-    const bucket *b = &g_buckets[i];
+  size_t nbuckets = g_nbuckets, nstacks = g_nstacks;
+  bucket *buckets = malloc((nbuckets ? nbuckets : 1) * sizeof *buckets);
+  uintptr_t *stacks = malloc((nstacks ? nstacks : 1) * sizeof *stacks);
+  if (buckets && stacks) {
+    if (nbuckets) /* none yet: both tables are still NULL */
+      memcpy(buckets, g_buckets, nbuckets * sizeof *buckets);
+    if (nstacks)
+      memcpy(stacks, g_stacks, nstacks * sizeof *stacks);
+  } else {
+    rc = -ENOMEM;
+  }
+  unlock_heap(was);
+  for (size_t i = 0; i < nbuckets && rc == 0; i++) {
+    const bucket *b = &buckets[i];
     double s = scale_for(b->size, rate);
     /* A delta, as Go's net/http/pprof: every value is now minus then. */
     uint64_t allocs0 = 0, frees0 = 0;
@@ -525,9 +542,10 @@ int pprt__heap_write_profile(pprt_writer out, const char *default_type,
                     (int64_t)llround(live * s), (int64_t)llround(live * (double)b->size * s)};
     pprt__label l[1 + PPRT__PROCESS_LABELS] = {{"bytes", NULL, (int64_t)b->size, "bytes"}};
     size_t nl = 1 + pprt__process_labels(l + 1);
-    rc = pprt__profile_add(p, g_stacks + b->stack_off, b->depth, 0, v, l, nl);
+    rc = pprt__profile_add(p, stacks + b->stack_off, b->depth, 0, v, l, nl);
   }
-  unlock_heap(was);
+  free(buckets);
+  free(stacks);
 
   if (rc == 0)
     rc = pprt__profile_add_os_mappings(p);
