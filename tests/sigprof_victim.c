@@ -197,6 +197,26 @@ static void expect_handled(const char *what, int n) {
         atomic_load(&handled), n);
 }
 
+/* Sends the program's own SIGPROF (to this thread, or with kill to the
+ * process) until its handler has run `want` times, three tries at most.
+ * SIGPROF is not queued: one of pprt's sampling signals pending at the
+ * same moment (its clock expiring during the send, more likely on a busy
+ * machine) merges with the program's into one, which arrives with pprt's
+ * siginfo and is a sample. The kernel does that without pprt too, for any
+ * two SIGPROFs; what must not happen is the program's signal lost every
+ * time. */
+static void send_prof(const char *what, int process_wide, int want) {
+  for (int i = 0; i < 3 && atomic_load(&handled) < want; i++) {
+    if (i > 0)
+      printf("note: %s: the program's SIGPROF merged with one of pprt's; sent again\n", what);
+    if (process_wide)
+      kill(getpid(), SIGPROF);
+    else
+      raise(SIGPROF);
+  }
+  expect_handled(what, want);
+}
+
 static struct sigaction current(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -232,10 +252,8 @@ static int own_handler(void) {
   ok("1 s of CPU on two threads at the profile's rate: the program's handler saw none");
 
   /* 3. Its own: raise (this thread), kill (the process). */
-  raise(SIGPROF);
-  expect_handled("raise", ++n);
-  kill(getpid(), SIGPROF);
-  expect_handled("kill", ++n);
+  send_prof("raise", 0, ++n);
+  send_prof("kill", 1, ++n);
   ok("raise and kill reach the program's handler");
 
   /* 4. signal: the previous handler back; SIG_IGN ignores. */
@@ -243,15 +261,13 @@ static int own_handler(void) {
   raise(SIGPROF);
   expect_handled("SIG_IGN", n);
   CHECK("signal", signal(SIGPROF, on_prof) == SIG_IGN, "signal did not return SIG_IGN");
-  raise(SIGPROF);
-  expect_handled("signal", ++n);
+  send_prof("signal", 0, ++n);
   ok("signal returns the previous action; SIG_IGN is honoured");
 
   /* 5. A one-shot handler is reset to SIG_DFL as it runs. */
   sa.sa_flags = SA_RESTART | SA_RESETHAND;
   sigaction(SIGPROF, &sa, NULL);
-  raise(SIGPROF);
-  expect_handled("SA_RESETHAND", ++n);
+  send_prof("SA_RESETHAND", 0, ++n);
   CHECK("SA_RESETHAND", current().sa_handler == SIG_DFL, "not reset to SIG_DFL");
   ok("SA_RESETHAND: reset to SIG_DFL after one signal");
 
