@@ -14,7 +14,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 
-#include "platform/posix/dwarf_lineprog.h"
+#include "platform/posix/dwarf_scopes.h"
 
 typedef struct check {
   Dwarf_Die *cu;

@@ -7,9 +7,8 @@
  */
 #include "platform/posix/dwarf_lineprog.h"
 
-#include <dwarf.h>
+#include "platform/posix/dwarf_constants.h"
 #include <errno.h>
-#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,39 +91,6 @@ static const char *sec_str(const uint8_t *sec, size_t len, uint64_t off) {
   if (sec == NULL || off >= len || memchr(sec + off, 0, len - off) == NULL)
     return NULL;
   return (const char *)sec + off;
-}
-
-/* ---- the sections --------------------------------------------------------------- */
-
-void pprt__dw_sections_get(Elf *elf, pprt__dw_sections *out) {
-  memset(out, 0, sizeof *out);
-  size_t shstrndx;
-  if (elf == NULL || elf_getshdrstrndx(elf, &shstrndx) != 0)
-    return;
-  for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) != NULL;) {
-    GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type == SHT_NOBITS ||
-        (sh.sh_flags & SHF_COMPRESSED))
-      continue;
-    const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
-    const uint8_t **bytes = NULL;
-    size_t *len = NULL;
-    if (name == NULL)
-      continue;
-    if (strcmp(name, ".debug_line") == 0)
-      bytes = &out->line, len = &out->line_len;
-    else if (strcmp(name, ".debug_line_str") == 0)
-      bytes = &out->line_str, len = &out->line_str_len;
-    else if (strcmp(name, ".debug_str") == 0)
-      bytes = &out->str, len = &out->str_len;
-    else
-      continue;
-    Elf_Data *d = elf_getdata(scn, NULL);
-    if (d != NULL && d->d_buf != NULL) {
-      *bytes = d->d_buf;
-      *len = d->d_size;
-    }
-  }
 }
 
 /* ---- the header ------------------------------------------------------------------ */

@@ -12,20 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <libelf.h>
-
 /* The sections a line program reads: its own, and the string sections its
  * v5 file table may point into (len 0 when absent). */
 typedef struct pprt__dw_sections {
   const uint8_t *line, *line_str, *str;
   size_t line_len, line_str_len, str_len;
 } pprt__dw_sections;
-
-/* The sections of elf as libdw's dwarf_begin_elf left them: it
- * decompresses the debug sections in place (elf_compress), so their bytes
- * cost nothing more. A section still compressed, or absent, is empty: a
- * unit's lines then come from libdw. */
-void pprt__dw_sections_get(Elf *elf, pprt__dw_sections *out);
 
 typedef struct pprt__dw_file {
   const char *name; /* into the sections; NULL for an entry without one */

@@ -1,0 +1,493 @@
+/* Source lines and inline frames from DWARF read by pprt itself, with zlib
+ * alone (PPRT_SYMBOLIZER=dwarf): the source-lines reader of core/platform.h
+ * for Linux and FreeBSD without libdw.
+ *
+ * Divisions: the files (an image's debug information: its own file, else a
+ * separate one by build id or .gnu_debuglink; the sections it needs, each
+ * behind a window, dwarf_section.h); the unit (the current one's function
+ * index and line program); the lookup.
+ *
+ * Memory: libdw decompresses every debug section of a file whole when it
+ * opens it (10 MB for glibc's). Here .debug_info, .debug_abbrev,
+ * .debug_line and the range lists are read forward through windows the
+ * size of the largest unit asked for (84 KB in glibc), because addresses
+ * come sorted (core/platform.h) and units lie in address order; only the
+ * string sections, read at random, are inflated whole (240 KB).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "platform/posix/dwarf_constants.h"
+
+#include "core/platform.h"
+#include "platform/posix/dwarf_aranges.h"
+#include "platform/posix/dwarf_index.h"
+#include "platform/posix/dwarf_lineprog.h"
+#include "platform/posix/dwarf_unit.h"
+#include "platform/posix/elf.h"
+
+typedef PPRT__ELF(Ehdr) elf_ehdr;
+typedef PPRT__ELF(Shdr) elf_shdr;
+
+/* ---- the files ------------------------------------------------------------------- */
+
+typedef struct lines_image {
+  int tried; /* opened, or opening failed once */
+  int ok;
+  const void *map; /* the file with the debug information, mapped */
+  size_t map_len;
+  pprt__dw_info inf;
+  pprt__dw_section line, aranges_sec;
+  pprt__dw_aranges aranges;
+  const uint8_t *str, *line_str; /* inflated whole */
+} lines_image;
+
+/* The current unit: its function index and its line program. */
+typedef struct lines_unit {
+  lines_image *img; /* NULL for none */
+  uint64_t off;
+  pprt__dw_unit u;
+  pprt__dw_cu_index ix;
+  pprt__dw_lineprog lp;
+  int has_lp;
+} lines_unit;
+
+typedef struct joined_path {
+  struct joined_path *next;
+  char path[];
+} joined_path;
+
+#define JOINED_BUCKETS 1024
+
+struct pprt__os_lines {
+  pprt__elf_snapshot snap;
+  lines_image *img; /* parallel to snap.obj */
+  lines_image *retired;
+  size_t nretired;
+  char *dirs; /* the caller's debug directories, then the system's */
+  size_t last;
+  lines_unit unit;
+  joined_path *joined[JOINED_BUCKETS];
+};
+
+static const uint8_t *section_bytes(const void *map, size_t size, const char *want, size_t *len,
+                                    int *compressed) {
+  const elf_ehdr *eh = map;
+  if (size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh->e_ident[EI_CLASS] != PPRT__ELF_CLASS || eh->e_shentsize != sizeof(elf_shdr) ||
+      eh->e_shoff > size || (size - eh->e_shoff) / sizeof(elf_shdr) < eh->e_shnum ||
+      eh->e_shstrndx >= eh->e_shnum)
+    return NULL;
+  const elf_shdr *sh = (const elf_shdr *)((const uint8_t *)map + eh->e_shoff);
+  const elf_shdr *names = &sh[eh->e_shstrndx];
+  if (names->sh_offset > size || names->sh_size > size - names->sh_offset)
+    return NULL;
+  const char *strs = (const char *)map + names->sh_offset;
+  for (size_t i = 0; i < eh->e_shnum; i++) {
+    if (sh[i].sh_name >= names->sh_size || sh[i].sh_type == SHT_NOBITS || sh[i].sh_offset > size ||
+        sh[i].sh_size > size - sh[i].sh_offset)
+      continue;
+    const char *n = strs + sh[i].sh_name;
+    if (memchr(n, 0, names->sh_size - sh[i].sh_name) == NULL || strcmp(n, want) != 0)
+      continue;
+    *len = sh[i].sh_size;
+    *compressed = (sh[i].sh_flags & SHF_COMPRESSED) != 0;
+    return (const uint8_t *)map + sh[i].sh_offset;
+  }
+  return NULL;
+}
+
+static void section_open(lines_image *img, const char *name, pprt__dw_section *s) {
+  size_t len = 0;
+  int compressed = 0;
+  const uint8_t *b = section_bytes(img->map, img->map_len, name, &len, &compressed);
+  if (b == NULL || pprt__dw_section_init(s, b, len, compressed, PPRT__ELF_CLASS == ELFCLASS64))
+    memset(s, 0, sizeof *s);
+}
+
+/* Maps path when it has DWARF of its own: 1 with img->map set, else 0. */
+static int try_file(lines_image *img, const char *path) {
+  const void *data;
+  size_t size, len;
+  int compressed;
+  if (pprt__elf_map_file(path, &data, &size) != 0)
+    return 0;
+  if (section_bytes(data, size, ".debug_info", &len, &compressed) == NULL ||
+      section_bytes(data, size, ".debug_line", &len, &compressed) == NULL) {
+    pprt__elf_unmap_file(data, size);
+    return 0;
+  }
+  img->map = data;
+  img->map_len = size;
+  return 1;
+}
+
+/* The object's debug information: its own file, else by build id under
+ * each debug directory, else by .gnu_debuglink next to the file, in its
+ * .debug directory and under each absolute debug directory. */
+static int find_debug(pprt__os_lines *l, lines_image *img, const pprt__elf_object *obj) {
+  if (try_file(img, obj->file))
+    return 1;
+  char path[PATH_MAX];
+  for (const char *d = l->dirs; *d;) {
+    size_t n = strcspn(d, ":");
+    int k = snprintf(path, sizeof path, "%.*s/.build-id/", (int)n, d);
+    for (size_t i = 0;
+         obj->build_id_len >= 2 && i < obj->build_id_len && k > 0 && (size_t)k + 8 < sizeof path;
+         i++) {
+      k += snprintf(path + k, sizeof path - (size_t)k, "%02x", obj->build_id[i]);
+      if (i == 0)
+        path[k++] = '/';
+    }
+    if (obj->build_id_len >= 2 && k > 0 && (size_t)k + 7 < sizeof path) {
+      memcpy(path + k, ".debug", 7);
+      if (try_file(img, path))
+        return 1;
+    }
+    d += n + (d[n] == ':');
+  }
+  const void *data;
+  size_t size, len;
+  int compressed;
+  if (pprt__elf_map_file(obj->file, &data, &size) != 0)
+    return 0;
+  const uint8_t *link = section_bytes(data, size, ".gnu_debuglink", &len, &compressed);
+  char name[256];
+  int have =
+      link != NULL && memchr(link, 0, len) != NULL && strlen((const char *)link) < sizeof name;
+  if (have)
+    strcpy(name, (const char *)link);
+  pprt__elf_unmap_file(data, size);
+  if (!have || strchr(name, '/') != NULL)
+    return 0;
+  const char *slash = strrchr(obj->path, '/');
+  int dirlen = slash ? (int)(slash - obj->path) : 0;
+  if (snprintf(path, sizeof path, "%.*s/%s", dirlen, obj->path, name) < (int)sizeof path &&
+      strcmp(path, obj->path) != 0 && try_file(img, path))
+    return 1;
+  if (snprintf(path, sizeof path, "%.*s/.debug/%s", dirlen, obj->path, name) < (int)sizeof path &&
+      try_file(img, path))
+    return 1;
+  for (const char *d = l->dirs; *d;) {
+    size_t n = strcspn(d, ":");
+    if (d[0] == '/' &&
+        snprintf(path, sizeof path, "%.*s%.*s/%s", (int)n, d, dirlen, obj->path, name) <
+            (int)sizeof path &&
+        try_file(img, path))
+      return 1;
+    d += n + (d[n] == ':');
+  }
+  return 0;
+}
+
+/* Reads the address-to-unit table, from .debug_aranges or, where the
+ * compiler wrote none (clang), from each unit's own ranges. */
+static void unit_range(void *ctx, uint64_t lo, uint64_t hi) {
+  uint64_t *v = ctx; /* [0] the unit, [1] a pprt__dw_aranges *, [2] cap */
+  pprt__dw_aranges *a = (pprt__dw_aranges *)(uintptr_t)v[1];
+  if (a->n == v[2]) {
+    size_t cap = v[2] ? 2 * v[2] : 256;
+    pprt__dw_arange *nv = realloc(a->v, cap * sizeof *nv);
+    if (nv == NULL)
+      return;
+    a->v = nv;
+    v[2] = cap;
+  }
+  a->v[a->n++] = (pprt__dw_arange){lo, hi, v[0]};
+}
+
+static int arange_order(const void *pa, const void *pb) {
+  const pprt__dw_arange *x = pa, *y = pb;
+  return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void read_aranges(lines_image *img) {
+  section_open(img, ".debug_aranges", &img->aranges_sec);
+  if (img->aranges_sec.size > 0 && pprt__dw_aranges_read(&img->aranges_sec, &img->aranges) == 0 &&
+      img->aranges.n > 0) {
+    pprt__dw_section_free(&img->aranges_sec);
+    return;
+  }
+  pprt__dw_section_free(&img->aranges_sec);
+  pprt__dw_aranges_free(&img->aranges);
+  uint64_t ctx[3] = {0, (uint64_t)(uintptr_t)&img->aranges, 0};
+  for (uint64_t off = 0; off < img->inf.info.size;) {
+    pprt__dw_unit u;
+    if (pprt__dw_unit_open(&u, &img->inf, off) != 0)
+      break;
+    pprt__dw_die root;
+    ctx[0] = off;
+    if (pprt__dw_die_at(&u, u.die, &root) == 1)
+      pprt__dw_die_ranges(&u, &img->inf, &root, unit_range, ctx);
+    off += u.len;
+    pprt__dw_unit_free(&u);
+  }
+  qsort(img->aranges.v, img->aranges.n, sizeof *img->aranges.v, arange_order);
+}
+
+static void image_open(pprt__os_lines *l, lines_image *img, const pprt__elf_object *obj) {
+  img->tried = 1;
+  if (obj->file == NULL || !find_debug(l, img, obj))
+    return;
+  section_open(img, ".debug_info", &img->inf.info);
+  section_open(img, ".debug_abbrev", &img->inf.abbrev);
+  section_open(img, ".debug_str", &img->inf.str);
+  section_open(img, ".debug_line_str", &img->inf.line_str);
+  section_open(img, ".debug_addr", &img->inf.addr);
+  section_open(img, ".debug_str_offsets", &img->inf.str_offsets);
+  section_open(img, ".debug_ranges", &img->inf.ranges);
+  section_open(img, ".debug_rnglists", &img->inf.rnglists);
+  section_open(img, ".debug_line", &img->line);
+  /* Whole: their strings are handed out until close. */
+  img->str = img->inf.str.size ? pprt__dw_section_get(&img->inf.str, 0, img->inf.str.size) : NULL;
+  img->line_str = img->inf.line_str.size
+                      ? pprt__dw_section_get(&img->inf.line_str, 0, img->inf.line_str.size)
+                      : NULL;
+  read_aranges(img);
+  img->ok = img->inf.info.size > 0 && img->aranges.n > 0;
+}
+
+static void image_free(lines_image *img) {
+  pprt__dw_section *all[] = {&img->inf.info,     &img->inf.abbrev,   &img->inf.str,
+                             &img->inf.line_str, &img->inf.addr,     &img->inf.str_offsets,
+                             &img->inf.ranges,   &img->inf.rnglists, &img->line,
+                             &img->aranges_sec};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+    pprt__dw_section_free(all[i]);
+  pprt__dw_aranges_free(&img->aranges);
+  if (img->map)
+    pprt__elf_unmap_file(img->map, img->map_len);
+  memset(img, 0, sizeof *img);
+}
+
+int pprt__os_lines_open(pprt__os_lines **out, const char *debug_dirs) {
+  *out = NULL;
+  pprt__os_lines *l = calloc(1, sizeof *l);
+  if (l == NULL)
+    return -ENOMEM;
+  int rc = pprt__elf_snapshot_take(&l->snap);
+  if (rc != 0) {
+    free(l);
+    return rc;
+  }
+  static const char system_dirs[] = "/usr/lib/debug";
+  size_t n = debug_dirs && *debug_dirs ? strlen(debug_dirs) + 1 : 0;
+  l->img = calloc(l->snap.n ? l->snap.n : 1, sizeof *l->img);
+  l->dirs = malloc(n + sizeof system_dirs);
+  if (l->img == NULL || l->dirs == NULL) {
+    pprt__os_lines_close(l);
+    return -ENOMEM;
+  }
+  if (n) {
+    memcpy(l->dirs, debug_dirs, n - 1);
+    l->dirs[n - 1] = ':';
+  }
+  memcpy(l->dirs + n, system_dirs, sizeof system_dirs);
+  *out = l;
+  return 0;
+}
+
+static void unit_free(lines_unit *u) {
+  pprt__dw_unit_free(&u->u);
+  pprt__dw_index_free(&u->ix);
+  pprt__dw_lineprog_free(&u->lp);
+  memset(u, 0, sizeof *u);
+}
+
+void pprt__os_lines_close(pprt__os_lines *l) {
+  if (l == NULL)
+    return;
+  unit_free(&l->unit);
+  for (size_t i = 0; l->img && i < l->snap.n; i++)
+    image_free(&l->img[i]);
+  for (size_t i = 0; i < l->nretired; i++)
+    image_free(&l->retired[i]);
+  free(l->retired);
+  for (size_t b = 0; b < JOINED_BUCKETS; b++)
+    for (joined_path *j = l->joined[b], *next; j != NULL; j = next) {
+      next = j->next;
+      free(j);
+    }
+  free(l->img);
+  free(l->dirs);
+  pprt__elf_snapshot_free(&l->snap);
+  free(l);
+}
+
+/* ---- the unit --------------------------------------------------------------------------- */
+
+static void index_add(void *ctx, uint64_t lo, uint64_t hi, uint64_t die, uint32_t depth) {
+  pprt__dw_index_add(ctx, lo, hi, die, depth);
+}
+
+/* Unit off of img made the current one; NULL when it cannot be read. */
+static lines_unit *unit_for(pprt__os_lines *l, lines_image *img, uint64_t off) {
+  lines_unit *u = &l->unit;
+  if (u->img == img && u->off == off)
+    return u;
+  unit_free(u);
+  if (pprt__dw_unit_open(&u->u, &img->inf, off) != 0)
+    return NULL;
+  u->img = img;
+  u->off = off;
+  pprt__dw_unit_walk(&u->u, &img->inf, index_add, &u->ix);
+  if (pprt__dw_index_finish(&u->ix) != 0) {
+    unit_free(u);
+    return NULL;
+  }
+  if (u->u.has_stmt_list && img->line.size > u->u.stmt_list) {
+    /* The unit's line program alone, through .debug_line's window. */
+    const uint8_t *p = pprt__dw_section_get(&img->line, u->u.stmt_list, 4);
+    uint64_t len = 0;
+    size_t hdr = 4;
+    if (p != NULL) {
+      memcpy(&len, p, 4);
+      len &= 0xffffffffu;
+    }
+    if (len == 0xffffffffu && (p = pprt__dw_section_get(&img->line, u->u.stmt_list + 4, 8))) {
+      memcpy(&len, p, 8);
+      hdr = 12;
+    }
+    if (p != NULL && len <= img->line.size - u->u.stmt_list - hdr &&
+        (p = pprt__dw_section_get(&img->line, u->u.stmt_list, (size_t)len + hdr)) != NULL) {
+      pprt__dw_sections secs = {p,
+                                img->line_str,
+                                img->str,
+                                (size_t)len + hdr,
+                                img->line_str ? img->inf.line_str.size : 0,
+                                img->str ? img->inf.str.size : 0};
+      u->has_lp = pprt__dw_lineprog_open(&u->lp, &secs, 0, u->u.addr_size, u->u.comp_dir) == 0;
+    }
+  }
+  return u;
+}
+
+/* ---- the lookup ---------------------------------------------------------------------------- */
+
+#define PPRT__OS_MAX_INLINE 64
+
+static const char *intern(pprt__os_lines *l, char *path) {
+  if (path == NULL)
+    return NULL;
+  size_t h = 5381;
+  for (const char *c = path; *c; c++)
+    h = h * 33 + (unsigned char)*c;
+  h %= JOINED_BUCKETS;
+  for (joined_path *j = l->joined[h]; j != NULL; j = j->next)
+    if (strcmp(j->path, path) == 0) {
+      free(path);
+      return j->path;
+    }
+  size_t n = strlen(path) + 1;
+  joined_path *j = malloc(sizeof *j + n);
+  if (j != NULL) {
+    memcpy(j->path, path, n);
+    j->next = l->joined[h];
+    l->joined[h] = j;
+  }
+  free(path);
+  return j ? j->path : NULL;
+}
+
+/* A file of the unit's table, joined to the unit's directory when relative
+ * (the call files of DWARF 5). */
+static const char *unit_file(pprt__os_lines *l, lines_unit *u, uint64_t idx, int join) {
+  char *name = u->has_lp ? pprt__dw_lineprog_path(&u->lp, idx) : NULL;
+  if (join && name != NULL && name[0] != '/' && u->u.comp_dir && u->u.comp_dir[0] == '/') {
+    size_t dl = strlen(u->u.comp_dir), nl = strlen(name);
+    char *full = malloc(dl + nl + 2);
+    if (full != NULL) {
+      memcpy(full, u->u.comp_dir, dl);
+      full[dl] = '/';
+      memcpy(full + dl + 1, name, nl + 1);
+      free(name);
+      name = full;
+    }
+  }
+  return intern(l, name);
+}
+
+static int object_holds(const pprt__elf_object *obj, uintptr_t addr) {
+  for (size_t j = 0; j < obj->phnum; j++) {
+    const pprt__elf_phdr *ph = &obj->phdr[j];
+    uintptr_t start = obj->bias + (uintptr_t)ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && addr - start < (uintptr_t)ph->p_memsz)
+      return 1;
+  }
+  return 0;
+}
+
+static lines_image *image_for(pprt__os_lines *l, uintptr_t addr, const pprt__elf_object **objp) {
+  size_t i = l->last;
+  if (i == 0 || !object_holds(&l->snap.obj[i - 1], addr)) {
+    for (i = 1; i <= l->snap.n && !object_holds(&l->snap.obj[i - 1], addr); i++)
+      ;
+    if (i > l->snap.n)
+      return NULL; /* an image loaded since open: left to the symbol tables */
+    l->last = i;
+  }
+  lines_image *img = &l->img[i - 1];
+  *objp = &l->snap.obj[i - 1];
+  if (!img->tried)
+    image_open(l, img, *objp);
+  return img->ok ? img : NULL;
+}
+
+int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *out, size_t max) {
+  const pprt__elf_object *obj;
+  lines_image *img = image_for(l, addr, &obj);
+  uint64_t unit;
+  if (img == NULL || max == 0)
+    return 0;
+  uint64_t pc = addr - obj->bias;
+  if (!pprt__dw_aranges_find(&img->aranges, pc, &unit))
+    return 0;
+  lines_unit *u = unit_for(l, img, unit);
+  if (u == NULL)
+    return 0;
+  const char *file = NULL;
+  int line = 0;
+  pprt__dw_row row;
+  if (u->has_lp && pprt__dw_lineprog_find(&u->lp, pc, &row)) {
+    file = unit_file(l, u, row.file, 0);
+    line = (int)row.line;
+  }
+  uint64_t offs[PPRT__OS_MAX_INLINE];
+  size_t nscopes = pprt__dw_index_find(&u->ix, pc, offs, PPRT__OS_MAX_INLINE);
+  size_t n = 0;
+  for (size_t i = 0; i < nscopes && n < max; i++) {
+    pprt__dw_die d;
+    if (offs[i] < u->u.off || pprt__dw_die_at(&u->u, (size_t)(offs[i] - u->u.off), &d) != 1)
+      break;
+    pprt__dw_value v;
+    const char *name = NULL;
+    if (pprt__dw_die_integrate(&u->u, &img->inf, offs[i], DW_AT_linkage_name, &v) ||
+        pprt__dw_die_integrate(&u->u, &img->inf, offs[i], DW_AT_MIPS_linkage_name, &v) ||
+        pprt__dw_die_integrate(&u->u, &img->inf, offs[i], DW_AT_name, &v))
+      name = v.str;
+    int decl = 0;
+    if (pprt__dw_die_integrate(&u->u, &img->inf, offs[i], DW_AT_decl_line, &v))
+      decl = (int)v.u;
+    /* A name in the unit's own bytes (DW_FORM_string) moves with the
+     * window: every name is copied once into the table kept until close. */
+    out[n++] = (pprt__os_frame){name ? intern(l, strdup(name)) : NULL, file, line, decl};
+    if (d.ab->tag != DW_TAG_inlined_subroutine)
+      break;
+    file = NULL;
+    line = 0;
+    if (pprt__dw_die_attr(&u->u, &img->inf, &d, DW_AT_call_line, &v) == 1)
+      line = (int)v.u;
+    if (pprt__dw_die_attr(&u->u, &img->inf, &d, DW_AT_call_file, &v) == 1)
+      file = unit_file(l, u, v.u, 1);
+  }
+  if (n == 0) {
+    if (file == NULL)
+      return 0;
+    out[n++] = (pprt__os_frame){NULL, file, line, 0};
+  }
+  return (int)n;
+}
