@@ -90,15 +90,29 @@ if(NOT DEFINED PPRT_HTTP OR PPRT_HTTP)
   endif()
 endif()
 
-# elfutils' libdw, for source lines: PPRT_SYMBOLIZER=libdw (the default
-# where pkg-config finds it). libdw.pc asks for libelf too.
-if(PPRT_SYMBOLIZER STREQUAL "libdw")
-  pprt_find_dependency(libdw PKG libdw HEADER elfutils/libdwfl.h LIBS dw
-    DEBIAN "apt-get install libdw-dev" MACOS "not available (Darwin uses macho)"
-    FREEBSD "pkg install elfutils; or configure with -DPPRT_SYMBOLIZER=elf")
-  pprt_find_dependency(libelf PKG libelf HEADER libelf.h LIBS elf
-    DEBIAN "apt-get install libelf-dev" MACOS "not available"
+# elfutils' libdw: the symbolizer with PPRT_SYMBOLIZER=libdw (libdw.pc asks
+# for libelf too); otherwise, where pkg-config finds it, the reference the
+# tests hold pprt's own DWARF reader to (tests/lines_units.c and others).
+set(pprt_libdw_use "not used")
+set(pprt_libdw_hints DEBIAN "apt-get install libdw-dev" MACOS "not available (Darwin uses macho)"
+    FREEBSD "pkg install elfutils; or configure with -DPPRT_SYMBOLIZER=dwarf")
+set(pprt_libelf_hints DEBIAN "apt-get install libelf-dev" MACOS "not available"
     FREEBSD "part of the base system")
+if(PPRT_SYMBOLIZER STREQUAL "libdw")
+  pprt_find_dependency(libdw PKG libdw HEADER elfutils/libdwfl.h LIBS dw ${pprt_libdw_hints})
+  pprt_find_dependency(libelf PKG libelf HEADER libelf.h LIBS elf ${pprt_libelf_hints})
+  set(pprt_libdw_use "the symbolizer")
+elseif(PPRT_BUILD_TESTS AND PKG_CONFIG_FOUND AND NOT CMAKE_CROSSCOMPILING
+       AND NOT PPRT_OS STREQUAL "Darwin")
+  pkg_check_modules(pprt_pc_libdw QUIET libdw)
+  if(pprt_pc_libdw_FOUND)
+    pprt_find_dependency(libdw FOR_TESTS PKG libdw HEADER elfutils/libdwfl.h LIBS dw
+                         ${pprt_libdw_hints})
+    pprt_find_dependency(libelf FOR_TESTS PKG libelf HEADER libelf.h LIBS elf ${pprt_libelf_hints})
+    set(pprt_libdw_use "the tests' reference")
+  else()
+    set(pprt_libdw_use "not found (the tests that compare with it are left out)")
+  endif()
 endif()
 
 if(PPRT_BUILD_TESTS)

@@ -555,13 +555,21 @@ int pprt__os_lines_open(pprt__os_lines **out, const char *debug_dirs);
  * where it calls the frame before it. Returns the number of frames, 0 when
  * no debug information covers addr. The strings (names, files) stay valid
  * until close only: a caller that keeps them copies them.
- * Callers hand a reader its addresses in increasing order, each at most
- * once, between one open and one close (the symbolizer sorts a write's new
- * addresses): the libdw reader then keeps only the current compilation
- * unit's function index and line-program cursor, and runs each unit's
- * line program once. An address lower than the one before is still
- * answered correctly, at the cost of reading its unit again. */
+ * Callers hand a reader its addresses in the order pprt__os_lines_order
+ * puts them, each at most once, between one open and one close (the
+ * symbolizer orders a write's new addresses so): the reader then keeps
+ * only the current compilation unit's function index and line-program
+ * cursor, and reads each unit once. Any other order is still answered
+ * correctly, at the cost of reading units again. */
 int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *out, size_t max);
+
+/* Puts n distinct addresses, given in increasing order, in the order the
+ * reader resolves fastest: for the libdw reader that order itself; for
+ * pprt's own (platform/posix/dwarf_read.c) by image, then by compilation
+ * unit in the order the units lie in the debug file (a unit's cold code
+ * is apart from the rest, so address order visits units twice), then by
+ * address. On ENOMEM the order is left as it is. */
+void pprt__os_lines_order(pprt__os_lines *l, uint64_t *addrs, size_t n);
 
 /* Releases the reader and every image's debug information. NULL is allowed. */
 void pprt__os_lines_close(pprt__os_lines *l);

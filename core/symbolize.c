@@ -287,7 +287,7 @@ static void close_readers(pprt__symbolizer *s) {
 
 /* Resolves addr from the readers (opened here the first time) into at most
  * PPRT__MAX_FRAMES frames; the strings live until the next call. */
-static size_t resolve(pprt__symbolizer *s, uint64_t addr, pprt__frame *out, unsigned *flags) {
+static void open_readers(pprt__symbolizer *s) {
   if (!s->names_tried) {
     s->names_tried = 1;
     if (pprt__os_symbolizer_open(&s->names) != 0)
@@ -302,6 +302,10 @@ static size_t resolve(pprt__symbolizer *s, uint64_t addr, pprt__frame *out, unsi
     if (rc != 0)
       s->lines = NULL;
   }
+}
+
+static size_t resolve(pprt__symbolizer *s, uint64_t addr, pprt__frame *out, unsigned *flags) {
+  open_readers(s);
   const char *sym = NULL;
   uintptr_t off;
   if (s->names == NULL || pprt__os_symbolize(s->names, (uintptr_t)addr, &sym, &off) != 0)
@@ -429,11 +433,21 @@ int pprt__symbolizer_prepare(pprt__symbolizer *s, const uint64_t *addrs, size_t 
   /* In address order: an image, and a compilation unit within it, at a
    * time, as the lines reader works best. */
   qsort(miss, m, sizeof *miss, addr_cmp);
-  pprt__frame fr[PPRT__MAX_FRAMES];
-  unsigned flags;
+  size_t k = 0;
   for (size_t i = 0; i < m; i++)
     if (i == 0 || miss[i] != miss[i - 1])
-      pprt__symbolizer_frames(s, miss[i], fr, PPRT__MAX_FRAMES, &flags);
+      miss[k++] = miss[i];
+  if (k > 0) {
+    /* Then as the lines reader reads fastest (pprt's own DWARF reader: a
+     * compilation unit at a time, in the order of the units in the file). */
+    open_readers(s);
+    if (s->lines != NULL)
+      pprt__os_lines_order(s->lines, miss, k);
+  }
+  pprt__frame fr[PPRT__MAX_FRAMES];
+  unsigned flags;
+  for (size_t i = 0; i < k; i++)
+    pprt__symbolizer_frames(s, miss[i], fr, PPRT__MAX_FRAMES, &flags);
   free(miss);
   close_readers(s);
   return 0;

@@ -482,3 +482,9 @@ int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *ou
   }
   return (int)n;
 }
+
+void pprt__os_lines_order(pprt__os_lines *l, uint64_t *addrs, size_t n) {
+  (void)l; /* address order: one unit at a time already */
+  (void)addrs;
+  (void)n;
+}

@@ -329,6 +329,8 @@ static lines_unit *unit_for(pprt__os_lines *l, lines_image *img, uint64_t off) {
   lines_unit *u = &l->unit;
   if (u->img == img && u->off == off)
     return u;
+  if (u->img != NULL) /* what the last unit read of its file: see pprt__dw_pages_drop */
+    pprt__dw_pages_drop(u->img->map, u->img->map_len);
   unit_free(u);
   if (pprt__dw_unit_open(&u->u, &img->inf, off) != 0)
     return NULL;
@@ -490,4 +492,40 @@ int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *ou
     out[n++] = (pprt__os_frame){NULL, file, line, 0};
   }
   return (int)n;
+}
+
+/* ---- the order ------------------------------------------------------------------------------ */
+
+typedef struct order_key {
+  size_t img; /* index in the snapshot, SIZE_MAX for none */
+  uint64_t unit, addr;
+} order_key;
+
+static int key_order(const void *pa, const void *pb) {
+  const order_key *a = pa, *b = pb;
+  if (a->img != b->img)
+    return a->img < b->img ? -1 : 1;
+  if (a->unit != b->unit)
+    return a->unit < b->unit ? -1 : 1;
+  return (a->addr > b->addr) - (a->addr < b->addr);
+}
+
+void pprt__os_lines_order(pprt__os_lines *l, uint64_t *addrs, size_t n) {
+  order_key *k = n > 1 ? malloc(n * sizeof *k) : NULL;
+  if (k == NULL)
+    return;
+  for (size_t i = 0; i < n; i++) {
+    const pprt__elf_object *obj;
+    lines_image *img = image_for(l, (uintptr_t)addrs[i], &obj);
+    k[i] = (order_key){SIZE_MAX, UINT64_MAX, addrs[i]};
+    if (img == NULL)
+      continue;
+    k[i].img = (size_t)(img - l->img);
+    if (!pprt__dw_aranges_find(&img->aranges, addrs[i] - obj->bias, &k[i].unit))
+      k[i].unit = UINT64_MAX;
+  }
+  qsort(k, n, sizeof *k, key_order);
+  for (size_t i = 0; i < n; i++)
+    addrs[i] = k[i].addr;
+  free(k);
 }

@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 /* The window's least size: a zlib stream's own history is 32 KiB, and a
@@ -16,6 +18,23 @@
 #define MIN_WINDOW (64 * 1024)
 
 #define ELFCOMPRESS_ZLIB_TYPE 1
+
+/* Compressed bytes consumed between two pprt__dw_pages_drop calls. */
+#define DROP_EVERY (256 * 1024)
+
+void pprt__dw_pages_drop(const void *p, size_t len) {
+#ifdef MADV_DONTNEED
+  long sz = sysconf(_SC_PAGESIZE);
+  size_t page = sz > 0 ? (size_t)sz : 4096;
+  uintptr_t start = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
+  uintptr_t end = ((uintptr_t)p + len) & ~(uintptr_t)(page - 1);
+  if (end > start)
+    madvise((void *)start, end - start, MADV_DONTNEED);
+#else
+  (void)p;
+  (void)len;
+#endif
+}
 
 /* ---- the compression header ------------------------------------------------------- */
 
@@ -81,6 +100,9 @@ static int stream_start(pprt__dw_section *s, uint64_t off) {
     return -ENOMEM;
   }
   s->z = z;
+  size_t at = (size_t)(z->next_in - s->raw); /* given back pages behind it again */
+  if (at < s->dropped)
+    s->dropped = at;
   s->win_len = 0;
   s->win_off = s->inflated = k > 0 ? s->cp_off[k - 1] : 0;
   return 0;
@@ -132,6 +154,11 @@ static int fill(pprt__dw_section *s) {
   size_t got = (s->win_cap - s->win_len) - z->avail_out;
   s->win_len += got;
   s->inflated += got;
+  size_t used = (size_t)(z->next_in - s->raw);
+  if (used > s->dropped + DROP_EVERY) { /* the input behind the stream */
+    pprt__dw_pages_drop(s->raw + s->dropped, used - s->dropped);
+    s->dropped = used;
+  }
   if (rc == Z_STREAM_END || rc == Z_OK)
     return got > 0 || rc == Z_OK ? 0 : -1;
   return -1;

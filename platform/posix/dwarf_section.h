@@ -31,6 +31,7 @@ typedef struct pprt__dw_section {
   void **cp;
   uint64_t *cp_off;
   size_t ncp;
+  size_t dropped; /* compressed: raw bytes before this are given back */
 } pprt__dw_section;
 
 /* Bytes of inflated output between checkpoints: each holds zlib's 32 KiB
@@ -50,6 +51,14 @@ int pprt__dw_section_init(pprt__dw_section *s, const uint8_t *raw, size_t raw_le
  * compressed section keeps in memory the bytes from the lowest offset asked
  * since the last call onwards, and no more than the largest len asked. */
 const uint8_t *pprt__dw_section_get(pprt__dw_section *s, uint64_t off, size_t len);
+
+/* Gives the resident pages of the file's bytes [p, p + len) back to the
+ * kernel. The file is mapped read-only and private, and never written, so
+ * the pages stay in the page cache and a later read faults the same bytes
+ * in again: every pointer into the mapping stays valid. What the reader
+ * has read of a file then counts in the process's RSS only while it reads
+ * it, as with pread into a buffer. A no-op where madvise cannot do it. */
+void pprt__dw_pages_drop(const void *p, size_t len);
 
 /* Frees the window and the inflate stream (not the file's bytes). */
 void pprt__dw_section_free(pprt__dw_section *s);
