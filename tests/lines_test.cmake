@@ -15,7 +15,11 @@
 #             false, and go tool pprof -symbolize=local then adds the lines
 #             itself from the -g binary (same build id) put in its place.
 #
-# -DGO= -DPROGRAM= -DSOURCE= -DOBJCOPY= -DOUT= [-DPPRT=the pprt command] [-DMODE=fallback]
+# -DMODE=lto: the program built with -flto, whose inlined instances point
+# into another unit (DW_FORM_ref_addr): the inlined function's name and
+# lines, as in full. -DMODE=fallback: a build without a DWARF reader.
+#
+# -DGO= -DPROGRAM= -DSOURCE= -DOBJCOPY= -DOUT= [-DPPRT=the pprt command] [-DMODE=fallback|lto]
 if(NOT GO)
   message("SKIP: go not found; go tool pprof is the reference reader")
   return()
@@ -88,9 +92,16 @@ if(MODE STREQUAL "fallback")
   return()
 endif()
 
-
 file(COPY ${PROGRAM} DESTINATION ${OUT}/full)
 run(full)
+
+if(MODE STREQUAL "lto")
+  pprof(traces_lines -traces -lines ${OUT}/full/cpu.pb.gz)
+  expect("${traces_lines}" "lines_mix [^\n]*:${LOOP}[^\n]*\n[^\n]*lines_caller[^ ]* [^\n]*:${CALL}[ \n]"
+         "lto: -traces -lines (the inlined function named, above its caller)")
+  message(STATUS "lto: ${srcname}:${LOOP} in lines_mix, inlined into lines_caller at :${CALL}")
+  return()
+endif()
 
 pprof(top -lines -top ${OUT}/full/cpu.pb.gz)
 expect("${top}" "lines_mix [^\n]*${srcname}:${LOOP}[ \n]" "full: -lines -top")

@@ -62,9 +62,9 @@ static const char *libdw_name(Dwarf_Die *die) {
 
 static char *own_name(const pprt__dw_unit *u, pprt__dw_info *inf, uint64_t off) {
   pprt__dw_value v;
-  if (pprt__dw_die_integrate(u, inf, off, DW_AT_linkage_name, &v) ||
-      pprt__dw_die_integrate(u, inf, off, DW_AT_MIPS_linkage_name, &v) ||
-      pprt__dw_die_integrate(u, inf, off, DW_AT_name, &v))
+  if (pprt__dw_die_integrate(u, inf, off, DW_AT_linkage_name, &v, NULL) ||
+      pprt__dw_die_integrate(u, inf, off, DW_AT_MIPS_linkage_name, &v, NULL) ||
+      pprt__dw_die_integrate(u, inf, off, DW_AT_name, &v, NULL))
     return v.str ? strdup(v.str) : NULL;
   return NULL;
 }

@@ -35,15 +35,39 @@ typedef PPRT__ELF(Shdr) elf_shdr;
 
 /* ---- the files ------------------------------------------------------------------- */
 
+/* A file's units by offset, for references from one unit into another;
+ * read on the first such reference, through a second reader of
+ * .debug_info so that the current unit keeps the first one's window. */
+typedef struct unit_table {
+  int read;
+  uint64_t *off;
+  size_t n;
+  pprt__dw_section info;
+  pprt__dw_unit u; /* the unit last found, while has_u */
+  int has_u;
+} unit_table;
+
+/* The alternate file that dwz moved DIEs and strings shared by several
+ * debug files into (.gnu_debugaltlink). */
+typedef struct alt_file {
+  const void *map;
+  size_t map_len;
+  pprt__dw_info inf;
+  unit_table units;
+} alt_file;
+
 typedef struct lines_image {
   int tried; /* opened, or opening failed once */
   int ok;
   const void *map; /* the file with the debug information, mapped */
   size_t map_len;
+  char *path; /* its path */
   pprt__dw_info inf;
   pprt__dw_section line, aranges_sec;
   pprt__dw_aranges aranges;
   const uint8_t *str, *line_str; /* inflated whole */
+  unit_table units;
+  alt_file *alt; /* NULL for none */
 } lines_image;
 
 /* The current unit: its function index and its line program. */
@@ -101,12 +125,33 @@ static const uint8_t *section_bytes(const void *map, size_t size, const char *wa
   return NULL;
 }
 
-static void section_open(lines_image *img, const char *name, pprt__dw_section *s) {
+static void section_open(const void *map, size_t map_len, const char *name,
+                         pprt__dw_section *s) {
   size_t len = 0;
   int compressed = 0;
-  const uint8_t *b = section_bytes(img->map, img->map_len, name, &len, &compressed);
+  const uint8_t *b = section_bytes(map, map_len, name, &len, &compressed);
   if (b == NULL || pprt__dw_section_init(s, b, len, compressed, PPRT__ELF_CLASS == ELFCLASS64))
     memset(s, 0, sizeof *s);
+}
+
+/* The sections a unit's DIEs point into. */
+static void info_open(const void *map, size_t map_len, pprt__dw_info *inf) {
+  section_open(map, map_len, ".debug_info", &inf->info);
+  section_open(map, map_len, ".debug_abbrev", &inf->abbrev);
+  section_open(map, map_len, ".debug_str", &inf->str);
+  section_open(map, map_len, ".debug_line_str", &inf->line_str);
+  section_open(map, map_len, ".debug_addr", &inf->addr);
+  section_open(map, map_len, ".debug_str_offsets", &inf->str_offsets);
+  section_open(map, map_len, ".debug_ranges", &inf->ranges);
+  section_open(map, map_len, ".debug_rnglists", &inf->rnglists);
+}
+
+static void info_free(pprt__dw_info *inf) {
+  pprt__dw_section *all[] = {&inf->info,        &inf->abbrev, &inf->str,
+                             &inf->line_str,    &inf->addr,   &inf->str_offsets,
+                             &inf->ranges,      &inf->rnglists};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+    pprt__dw_section_free(all[i]);
 }
 
 /* Maps path when it has DWARF of its own: 1 with img->map set, else 0. */
@@ -118,6 +163,11 @@ static int try_file(lines_image *img, const char *path) {
     return 0;
   if (section_bytes(data, size, ".debug_info", &len, &compressed) == NULL ||
       section_bytes(data, size, ".debug_line", &len, &compressed) == NULL) {
+    pprt__elf_unmap_file(data, size);
+    return 0;
+  }
+  img->path = strdup(path);
+  if (img->path == NULL) {
     pprt__elf_unmap_file(data, size);
     return 0;
   }
@@ -206,7 +256,7 @@ static int arange_order(const void *pa, const void *pb) {
 }
 
 static void read_aranges(lines_image *img) {
-  section_open(img, ".debug_aranges", &img->aranges_sec);
+  section_open(img->map, img->map_len, ".debug_aranges", &img->aranges_sec);
   if (img->aranges_sec.size > 0 && pprt__dw_aranges_read(&img->aranges_sec, &img->aranges) == 0 &&
       img->aranges.n > 0) {
     pprt__dw_section_free(&img->aranges_sec);
@@ -229,19 +279,146 @@ static void read_aranges(lines_image *img) {
   qsort(img->aranges.v, img->aranges.n, sizeof *img->aranges.v, arange_order);
 }
 
+/* ---- references between units, and the alternate file --------------------------- */
+
+static void table_free(unit_table *t) {
+  if (t->has_u)
+    pprt__dw_unit_free(&t->u);
+  pprt__dw_section_free(&t->info);
+  free(t->off);
+  memset(t, 0, sizeof *t);
+}
+
+/* Every unit's offset, from the headers alone. */
+static void table_read(unit_table *t, const pprt__dw_section *info) {
+  t->read = 1;
+  if (pprt__dw_section_init(&t->info, info->raw, info->raw_len, info->compressed,
+                            PPRT__ELF_CLASS == ELFCLASS64) != 0)
+    return;
+  size_t cap = 0;
+  for (uint64_t o = 0; o < t->info.size;) {
+    uint64_t len;
+    unsigned osz;
+    if (pprt__dw_unit_extent(&t->info, o, &len, &osz) != 0)
+      break;
+    if (t->n == cap) {
+      cap = cap ? 2 * cap : 256;
+      uint64_t *v = realloc(t->off, cap * sizeof *v);
+      if (v == NULL)
+        break;
+      t->off = v;
+    }
+    t->off[t->n++] = o;
+    o += len;
+  }
+}
+
+/* The unit of t holding off, or NULL. */
+static const pprt__dw_unit *table_unit(unit_table *t, pprt__dw_info *inf, uint64_t off) {
+  if (t->has_u && off - t->u.off < t->u.len)
+    return &t->u;
+  if (!t->read)
+    table_read(t, &inf->info);
+  size_t lo = 0, hi = t->n;
+  while (lo < hi) { /* the first unit starting after off */
+    size_t mid = lo + (hi - lo) / 2;
+    if (t->off[mid] <= off)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == 0)
+    return NULL;
+  if (t->has_u)
+    pprt__dw_unit_free(&t->u);
+  t->has_u = pprt__dw_unit_open_in(&t->u, inf, &t->info, t->off[lo - 1]) == 0;
+  return t->has_u && off - t->u.off < t->u.len ? &t->u : NULL;
+}
+
+static const pprt__dw_unit *ref_unit(void *ctx, int alt, uint64_t off, pprt__dw_info **inf) {
+  lines_image *img = ctx;
+  if (alt && img->alt == NULL)
+    return NULL;
+  *inf = alt ? &img->alt->inf : &img->inf;
+  return table_unit(alt ? &img->alt->units : &img->units, *inf, off);
+}
+
+/* The alternate file of .gnu_debugaltlink (a path, then the file's build
+ * id): at the path, relative to the debug file's directory when relative,
+ * else by build id under each debug directory. Only a file with that
+ * build id is taken. */
+static int alt_try(alt_file *a, const char *path, const uint8_t *id, size_t id_len) {
+  const void *data;
+  size_t size, len;
+  int compressed;
+  if (pprt__elf_map_file(path, &data, &size) != 0)
+    return 0;
+  const uint8_t *notes = section_bytes(data, size, ".note.gnu.build-id", &len, &compressed);
+  const uint8_t *got;
+  size_t got_len;
+  if (notes == NULL || compressed || pprt__elf_find_build_id(notes, len, 4, &got, &got_len) != 0 ||
+      got_len != id_len || memcmp(got, id, id_len) != 0 ||
+      section_bytes(data, size, ".debug_info", &len, &compressed) == NULL) {
+    pprt__elf_unmap_file(data, size);
+    return 0;
+  }
+  a->map = data;
+  a->map_len = size;
+  return 1;
+}
+
+static void alt_open(pprt__os_lines *l, lines_image *img) {
+  size_t len;
+  int compressed;
+  const uint8_t *link = section_bytes(img->map, img->map_len, ".gnu_debugaltlink", &len, &compressed);
+  const uint8_t *nul = link && !compressed ? memchr(link, 0, len) : NULL;
+  if (nul == NULL || nul + 1 >= link + len)
+    return;
+  const char *name = (const char *)link;
+  const uint8_t *id = nul + 1;
+  size_t id_len = (size_t)(link + len - id);
+  alt_file *a = calloc(1, sizeof *a);
+  if (a == NULL)
+    return;
+  char path[PATH_MAX];
+  const char *slash = strrchr(img->path, '/');
+  int found = 0;
+  if (name[0] == '/')
+    found = alt_try(a, name, id, id_len);
+  else if (slash != NULL &&
+           snprintf(path, sizeof path, "%.*s/%s", (int)(slash - img->path), img->path, name) <
+               (int)sizeof path)
+    found = alt_try(a, path, id, id_len);
+  for (const char *d = l->dirs; !found && *d;) {
+    size_t n = strcspn(d, ":");
+    int k = snprintf(path, sizeof path, "%.*s/.build-id/", (int)n, d);
+    for (size_t i = 0; id_len >= 2 && i < id_len && k > 0 && (size_t)k + 8 < sizeof path; i++) {
+      k += snprintf(path + k, sizeof path - (size_t)k, "%02x", id[i]);
+      if (i == 0)
+        path[k++] = '/';
+    }
+    if (id_len >= 2 && k > 0 && (size_t)k + 7 < sizeof path) {
+      memcpy(path + k, ".debug", 7);
+      found = alt_try(a, path, id, id_len);
+    }
+    d += n + (d[n] == ':');
+  }
+  if (!found) {
+    free(a);
+    return;
+  }
+  info_open(a->map, a->map_len, &a->inf);
+  img->alt = a;
+  img->inf.alt_str = &a->inf.str;
+}
+
 static void image_open(pprt__os_lines *l, lines_image *img, const pprt__elf_object *obj) {
   img->tried = 1;
   if (obj->file == NULL || !find_debug(l, img, obj))
     return;
-  section_open(img, ".debug_info", &img->inf.info);
-  section_open(img, ".debug_abbrev", &img->inf.abbrev);
-  section_open(img, ".debug_str", &img->inf.str);
-  section_open(img, ".debug_line_str", &img->inf.line_str);
-  section_open(img, ".debug_addr", &img->inf.addr);
-  section_open(img, ".debug_str_offsets", &img->inf.str_offsets);
-  section_open(img, ".debug_ranges", &img->inf.ranges);
-  section_open(img, ".debug_rnglists", &img->inf.rnglists);
-  section_open(img, ".debug_line", &img->line);
+  info_open(img->map, img->map_len, &img->inf);
+  section_open(img->map, img->map_len, ".debug_line", &img->line);
+  alt_open(l, img);
   /* Whole: their strings are handed out until close. */
   img->str = img->inf.str.size ? pprt__dw_section_get(&img->inf.str, 0, img->inf.str.size) : NULL;
   img->line_str = img->inf.line_str.size
@@ -252,15 +429,20 @@ static void image_open(pprt__os_lines *l, lines_image *img, const pprt__elf_obje
 }
 
 static void image_free(lines_image *img) {
-  pprt__dw_section *all[] = {&img->inf.info,     &img->inf.abbrev,   &img->inf.str,
-                             &img->inf.line_str, &img->inf.addr,     &img->inf.str_offsets,
-                             &img->inf.ranges,   &img->inf.rnglists, &img->line,
-                             &img->aranges_sec};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-    pprt__dw_section_free(all[i]);
+  info_free(&img->inf);
+  pprt__dw_section_free(&img->line);
+  pprt__dw_section_free(&img->aranges_sec);
   pprt__dw_aranges_free(&img->aranges);
+  table_free(&img->units);
+  if (img->alt != NULL) {
+    info_free(&img->alt->inf);
+    table_free(&img->alt->units);
+    pprt__elf_unmap_file(img->alt->map, img->alt->map_len);
+    free(img->alt);
+  }
   if (img->map)
     pprt__elf_unmap_file(img->map, img->map_len);
+  free(img->path);
   memset(img, 0, sizeof *img);
 }
 
@@ -467,12 +649,13 @@ int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *ou
       break;
     pprt__dw_value v;
     const char *name = NULL;
-    if (pprt__dw_die_integrate(&u->u, &img->inf, offs[i], DW_AT_linkage_name, &v) ||
-        pprt__dw_die_integrate(&u->u, &img->inf, offs[i], DW_AT_MIPS_linkage_name, &v) ||
-        pprt__dw_die_integrate(&u->u, &img->inf, offs[i], DW_AT_name, &v))
+    pprt__dw_refs refs = {ref_unit, img};
+    if (pprt__dw_die_integrate(&u->u, &img->inf, offs[i], DW_AT_linkage_name, &v, &refs) ||
+        pprt__dw_die_integrate(&u->u, &img->inf, offs[i], DW_AT_MIPS_linkage_name, &v, &refs) ||
+        pprt__dw_die_integrate(&u->u, &img->inf, offs[i], DW_AT_name, &v, &refs))
       name = v.str;
     int decl = 0;
-    if (pprt__dw_die_integrate(&u->u, &img->inf, offs[i], DW_AT_decl_line, &v))
+    if (pprt__dw_die_integrate(&u->u, &img->inf, offs[i], DW_AT_decl_line, &v, &refs))
       decl = (int)v.u;
     /* A name in the unit's own bytes (DW_FORM_string) moves with the
      * window: every name is copied once into the table kept until close. */

@@ -91,7 +91,8 @@ static const char *str_at(pprt__dw_section *s, uint64_t off) {
 
 /* ---- forms ----------------------------------------------------------------------- */
 
-/* Reads one value of form at r; is_ref: an offset in .debug_info. */
+/* Reads one value of form at r; is_ref: an offset in .debug_info (of the
+ * alternate file for PPRT__DW_REF_ALT). */
 static void read_form(const pprt__dw_unit *u, pprt__dw_info *inf, rd *r, uint32_t form,
                       int64_t implicit, pprt__dw_value *v) {
   memset(v, 0, sizeof *v);
@@ -178,10 +179,16 @@ static void read_form(const pprt__dw_unit *u, pprt__dw_info *inf, rd *r, uint32_
     read_form(u, inf, r, (uint32_t)rd_uleb(r), implicit, v);
     break;
   case DW_FORM_sec_offset:
-  case DW_FORM_strp_sup:
-  case DW_FORM_GNU_ref_alt:
-  case DW_FORM_GNU_strp_alt:
     v->u = rd_n(r, osz);
+    break;
+  case DW_FORM_strp_sup:
+  case DW_FORM_GNU_strp_alt: /* in the alternate file's .debug_str (dwz) */
+    v->u = rd_n(r, osz);
+    v->str = inf && inf->alt_str ? str_at(inf->alt_str, v->u) : NULL;
+    break;
+  case DW_FORM_GNU_ref_alt: /* a DIE of the alternate file */
+    v->u = rd_n(r, osz);
+    v->is_ref = PPRT__DW_REF_ALT;
     break;
   case DW_FORM_flag_present:
     v->u = 1;
@@ -194,9 +201,11 @@ static void read_form(const pprt__dw_unit *u, pprt__dw_info *inf, rd *r, uint32_
     break;
   case DW_FORM_ref_sup4:
     v->u = rd_n(r, 4);
+    v->is_ref = PPRT__DW_REF_ALT;
     break;
   case DW_FORM_ref_sup8:
     v->u = rd_n(r, 8);
+    v->is_ref = PPRT__DW_REF_ALT;
     break;
   case DW_FORM_strx:
   case DW_FORM_strx1:
@@ -316,30 +325,45 @@ static const pprt__dw_abbrev *abbrev_for(const pprt__dw_unit *u, uint64_t code) 
   return lo < u->nabbrevs && u->abbrevs[lo].code == code ? &u->abbrevs[lo] : NULL;
 }
 
-int pprt__dw_unit_open(pprt__dw_unit *u, pprt__dw_info *inf, uint64_t off) {
-  memset(u, 0, sizeof *u);
-  const uint8_t *p = pprt__dw_section_get(&inf->info, off, 4);
+int pprt__dw_unit_extent(pprt__dw_section *info, uint64_t off, uint64_t *len,
+                         unsigned *offset_size) {
+  const uint8_t *p = pprt__dw_section_get(info, off, 4);
   if (p == NULL)
     return -EINVAL;
   rd r = {p, 0, 4, 0};
-  uint64_t len = rd_n(&r, 4);
+  uint64_t body = rd_n(&r, 4);
   size_t hdr = 4;
-  u->offset_size = 4;
-  if (len == 0xffffffff) {
-    if ((p = pprt__dw_section_get(&inf->info, off + 4, 8)) == NULL)
+  *offset_size = 4;
+  if (body == 0xffffffff) {
+    if ((p = pprt__dw_section_get(info, off + 4, 8)) == NULL)
       return -EINVAL;
     r = (rd){p, 0, 8, 0};
-    len = rd_n(&r, 8);
+    body = rd_n(&r, 8);
     hdr = 12;
-    u->offset_size = 8;
+    *offset_size = 8;
   }
-  if (len > inf->info.size - off - hdr)
+  if (body > info->size - off - hdr || body > SIZE_MAX - hdr)
     return -EINVAL;
-  u->len = hdr + (size_t)len;
-  if ((u->bytes = pprt__dw_section_get(&inf->info, off, u->len)) == NULL)
+  *len = body + hdr;
+  return 0;
+}
+
+int pprt__dw_unit_open(pprt__dw_unit *u, pprt__dw_info *inf, uint64_t off) {
+  return pprt__dw_unit_open_in(u, inf, &inf->info, off);
+}
+
+int pprt__dw_unit_open_in(pprt__dw_unit *u, pprt__dw_info *inf, pprt__dw_section *info,
+                          uint64_t off) {
+  memset(u, 0, sizeof *u);
+  uint64_t len;
+  if (pprt__dw_unit_extent(info, off, &len, &u->offset_size) != 0)
+    return -EINVAL;
+  size_t hdr = u->offset_size == 8 ? 12 : 4;
+  u->len = (size_t)len;
+  if ((u->bytes = pprt__dw_section_get(info, off, u->len)) == NULL)
     return -EINVAL;
   u->off = off;
-  r = (rd){u->bytes, hdr, u->len, 0};
+  rd r = {u->bytes, hdr, u->len, 0};
   u->version = (unsigned)rd_n(&r, 2);
   uint64_t abbrev_off;
   if (u->version >= 5) {
@@ -670,11 +694,18 @@ int pprt__dw_unit_walk(const pprt__dw_unit *u, pprt__dw_info *inf,
 /* ---- names ------------------------------------------------------------------------------- */
 
 int pprt__dw_die_integrate(const pprt__dw_unit *u, pprt__dw_info *inf, uint64_t off, uint32_t at,
-                           pprt__dw_value *v) {
+                           pprt__dw_value *v, const pprt__dw_refs *refs) {
   /* DW_AT_abstract_origin and DW_AT_specification lead from an inlined
    * instance or an out-of-line definition to the DIE with the name; a
    * few steps at most (instance, abstract definition, declaration). */
+  int alt = 0;
   for (int step = 0; step < 4; step++) {
+    if (alt || off < u->off || off - u->off >= u->len) {
+      /* Another unit's DIE (DW_FORM_ref_addr), or the alternate file's. */
+      if (refs == NULL || (u = refs->unit_at(refs->ctx, alt, off, &inf)) == NULL)
+        return 0;
+      alt = 0; /* offsets within the unit found are its file's */
+    }
     pprt__dw_die d;
     if (off < u->off || off - u->off >= u->len || pprt__dw_die_at(u, off - u->off, &d) != 1)
       return 0;
@@ -685,7 +716,8 @@ int pprt__dw_die_integrate(const pprt__dw_unit *u, pprt__dw_info *inf, uint64_t 
          pprt__dw_die_attr(u, inf, &d, DW_AT_specification, &ref) != 1) ||
         !ref.is_ref)
       return 0;
-    off = ref.u; /* another unit's DIE (DW_FORM_ref_addr) is not followed */
+    off = ref.u;
+    alt = ref.is_ref == PPRT__DW_REF_ALT;
   }
   return 0;
 }

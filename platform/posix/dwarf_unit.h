@@ -11,9 +11,11 @@
 
 #include "platform/posix/dwarf_section.h"
 
-/* The sections a unit's DIEs point into, each read through its window. */
+/* The sections a unit's DIEs point into, each read through its window;
+ * alt_str is the alternate file's .debug_str (dwz), NULL for none. */
 typedef struct pprt__dw_info {
   pprt__dw_section info, abbrev, str, line_str, addr, str_offsets, ranges, rnglists;
+  pprt__dw_section *alt_str;
 } pprt__dw_info;
 
 typedef struct pprt__dw_attr_spec {
@@ -46,8 +48,13 @@ typedef struct pprt__dw_unit {
   const char *comp_dir, *name;
 } pprt__dw_unit;
 
+/* pprt__dw_value.is_ref of a reference into the alternate file: dwz's
+ * DW_FORM_GNU_ref_alt, DWARF 5's DW_FORM_ref_sup4/8. */
+#define PPRT__DW_REF_ALT 2
+
 /* One attribute's value as read: a number, a string, or a reference
- * (an offset in .debug_info). */
+ * (is_ref: an offset in .debug_info, of the alternate file when
+ * PPRT__DW_REF_ALT). */
 typedef struct pprt__dw_value {
   uint32_t form;
   uint64_t u;
@@ -66,6 +73,17 @@ typedef struct pprt__dw_die {
 /* Reads the unit at off of inf->info. Errors: -EINVAL (damaged, or a unit
  * type other than compile or partial), -ENOMEM. */
 int pprt__dw_unit_open(pprt__dw_unit *u, pprt__dw_info *inf, uint64_t off);
+
+/* The same through info, a second reader of inf's .debug_info, so that a
+ * unit open through the first keeps its bytes (a reference from one unit
+ * into another). */
+int pprt__dw_unit_open_in(pprt__dw_unit *u, pprt__dw_info *inf, pprt__dw_section *info,
+                          uint64_t off);
+
+/* The length of the unit at off, header included, and its offset size;
+ * -EINVAL when it runs past the section or cannot be read. */
+int pprt__dw_unit_extent(pprt__dw_section *info, uint64_t off, uint64_t *len,
+                         unsigned *offset_size);
 void pprt__dw_unit_free(pprt__dw_unit *u);
 
 /* The DIE at pos (from the unit's bytes): 1 and *d, 0 for a null entry
@@ -92,11 +110,22 @@ int pprt__dw_unit_walk(const pprt__dw_unit *u, pprt__dw_info *inf,
                                   uint32_t depth),
                        void *ctx);
 
+/* Where a reference out of a unit leads: unit_at returns the unit holding
+ * off in the same file (alt 0: DW_FORM_ref_addr, as GCC's LTO points an
+ * inlined instance at the function in another unit, and dwz at its partial
+ * units) or in the alternate file (alt 1), and sets *inf to its sections;
+ * NULL when there is none. The unit stays valid until the next call. */
+typedef struct pprt__dw_refs {
+  const pprt__dw_unit *(*unit_at)(void *ctx, int alt, uint64_t off, pprt__dw_info **inf);
+  void *ctx;
+} pprt__dw_refs;
+
 /* Attribute at of the DIE at off, or of the DIEs it stands for
- * (DW_AT_abstract_origin, DW_AT_specification) within the unit, as libdw's
- * dwarf_attr_integrate: 1 and *v, else 0. A string in *v is valid until
- * the next string read from the same section. */
+ * (DW_AT_abstract_origin, DW_AT_specification), as libdw's
+ * dwarf_attr_integrate: 1 and *v, else 0. References out of u are followed
+ * through refs (NULL: not followed). A string in *v is valid until the
+ * next string read from the same section, or the next refs call. */
 int pprt__dw_die_integrate(const pprt__dw_unit *u, pprt__dw_info *inf, uint64_t off, uint32_t at,
-                           pprt__dw_value *v);
+                           pprt__dw_value *v, const pprt__dw_refs *refs);
 
 #endif /* PPRT_PLATFORM_POSIX_DWARF_UNIT_H */
