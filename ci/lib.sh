@@ -37,12 +37,15 @@ apt_install() { # apt_install PKG... : installs those not installed yet
     "${missing[@]}" >/dev/null
 }
 
-# libmicrohttpd-dev: the HTTP endpoint; libdw-dev: source lines and inline
-# frames (both optional; the library builds without them).
+# libmicrohttpd-dev: the HTTP endpoint; libdw-dev: elfutils' libdw, the
+# other source-lines reader (PPRT_SYMBOLIZER=libdw) and the reference the
+# tests hold pprt's own DWARF reader to (both optional; the library builds
+# with zlib and protobuf-c alone).
 build_packages=(cmake make gcc libc6-dev binutils file pkg-config zlib1g-dev libprotobuf-c-dev
                 libmicrohttpd-dev libdw-dev)
-# g++: the C++ demangling test.
-test_packages=(protobuf-c-compiler libcmocka-dev libunwind-dev xz-utils g++)
+# g++: the C++ demangling test; dwz: the source-lines test's debug file
+# whose shared DIEs live in an alternate file.
+test_packages=(protobuf-c-compiler libcmocka-dev libunwind-dev xz-utils g++ dwz)
 
 install_build_deps() {
   case $ci_os in
@@ -51,8 +54,8 @@ install_build_deps() {
       apt_install "${build_packages[@]}" || { echo "apt-get install failed"; return 1; }
     else
       echo "not Debian/Ubuntu: install cmake, a C compiler, pkg-config, zlib and protobuf-c" \
-           "development packages (and libmicrohttpd's, for the HTTP endpoint, and elfutils' libdw," \
-           "for source lines) with your package manager"
+           "development packages (and libmicrohttpd's, for the HTTP endpoint) with your package" \
+           "manager"
     fi ;;
   Darwin)
     echo "macOS: brew install cmake pkg-config protobuf-c libmicrohttpd" ;;

@@ -19,7 +19,11 @@
 # into another unit (DW_FORM_ref_addr): the inlined function's name and
 # lines, as in full. -DMODE=fallback: a build without a DWARF reader.
 #
+#   dwz       stripped, its debug file run through dwz -m with a second
+#             build's: the inlined function's DIE is in the alternate file.
+#
 # -DGO= -DPROGRAM= -DSOURCE= -DOBJCOPY= -DOUT= [-DPPRT=the pprt command] [-DMODE=fallback|lto]
+# [-DDWZ= -DPROGRAM2=]
 if(NOT GO)
   message("SKIP: go not found; go tool pprof is the reference reader")
   return()
@@ -180,6 +184,55 @@ run(stripped PPRT_DEBUG_DIRS=${OUT}/dbg)
 pprof(top -lines -top ${OUT}/stripped/cpu.pb.gz)
 expect("${top}" "lines_mix [^\n]*${srcname}:${LOOP}[ \n]" "stripped: -lines -top")
 message(STATUS "stripped: lines from ${OUT}/dbg/.build-id/${bid_dir}/${bid_rest}.debug")
+
+# Stripped, its debug file through dwz: the DIEs it shares with a second
+# build of the same source (PROGRAM2), lines_mix's abstract function among
+# them, moved into an alternate file that .gnu_debugaltlink names by a
+# path that does not exist and by build id: found by build id.
+if(DWZ AND PROGRAM2)
+  file(MAKE_DIRECTORY ${OUT}/dwz/work)
+  foreach(p PROGRAM PROGRAM2)
+    execute_process(COMMAND ${OBJCOPY} --only-keep-debug ${${p}} ${OUT}/dwz/work/${p}.debug
+                    RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "objcopy (dwz) failed")
+    endif()
+  endforeach()
+  execute_process(COMMAND ${DWZ} -m ${OUT}/dwz/work/common.debug -M /nonexistent/common.debug
+                          ${OUT}/dwz/work/PROGRAM.debug ${OUT}/dwz/work/PROGRAM2.debug
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+  execute_process(COMMAND ${OBJCOPY} --dump-section .gnu_debugaltlink=${OUT}/dwz/work/altlink
+                          ${OUT}/dwz/work/PROGRAM.debug RESULT_VARIABLE rc2 OUTPUT_QUIET ERROR_QUIET)
+  if(NOT rc EQUAL 0 OR NOT rc2 EQUAL 0)
+    message(FATAL_ERROR "dwz -m made no alternate file (${rc}, ${rc2}): ${o} ${e}")
+  endif()
+  # The alternate file's build id: the bytes after the path in the link.
+  file(READ ${OUT}/dwz/work/altlink link HEX)
+  string(REGEX REPLACE "^([0-9a-f][0-9a-f])*00" "" alt_id "${link}")
+  string(FIND "${link}" "${alt_id}" at)
+  string(LENGTH "${alt_id}" n)
+  if(n LESS 4)
+    message(FATAL_ERROR "no build id in .gnu_debugaltlink: ${link}")
+  endif()
+  foreach(f ${build_id}:PROGRAM ${alt_id}:common)
+    string(REPLACE ":" ";" f ${f})
+    list(GET f 0 id)
+    list(GET f 1 name)
+    string(SUBSTRING ${id} 0 2 d)
+    string(SUBSTRING ${id} 2 -1 rest)
+    file(MAKE_DIRECTORY ${OUT}/dwz/dbg/.build-id/${d})
+    file(RENAME ${OUT}/dwz/work/${name}.debug ${OUT}/dwz/dbg/.build-id/${d}/${rest}.debug)
+  endforeach()
+  execute_process(COMMAND ${OBJCOPY} --strip-all ${PROGRAM} ${OUT}/dwz/lines_victim
+                  RESULT_VARIABLE rc)
+  run(dwz PPRT_DEBUG_DIRS=${OUT}/dwz/dbg)
+  pprof(traces_lines -traces -lines ${OUT}/dwz/cpu.pb.gz)
+  expect("${traces_lines}" "lines_mix [^\n]*:${LOOP}[^\n]*\n[^\n]*lines_caller [^\n]*:${CALL}[ \n]"
+         "dwz: -traces -lines (the inlined function's DIE in the alternate file)")
+  message(STATUS "dwz: lines_mix named from the alternate file ${alt_id}")
+else()
+  message(STATUS "dwz: not run (dwz not found)")
+endif()
 
 # Stripped, with its debug file found by .gnu_debuglink in the .debug
 # directory next to it (no build-id tree holds it).

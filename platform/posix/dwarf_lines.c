@@ -214,35 +214,18 @@ static int object_holds(const pprt__elf_object *obj, uintptr_t addr) {
 /* A new snapshot after the loader added or removed objects (a trace keeps
  * its reader for the whole session): images still loaded keep their
  * debug information, unloaded ones are retired until close. */
+static int image_used(const void *img) {
+  return ((const lines_image *)img)->tried;
+}
+
 static int resnapshot(pprt__os_lines *l) {
-  pprt__elf_snapshot ns;
-  if (pprt__elf_snapshot_take(&ns) != 0)
-    return -1;
-  lines_image *ni = calloc(ns.n ? ns.n : 1, sizeof *ni);
-  lines_image *nr = realloc(l->retired, (l->nretired + l->snap.n + 1) * sizeof *nr);
-  if (nr != NULL)
-    l->retired = nr;
-  if (ni == NULL || nr == NULL) {
-    free(ni);
-    pprt__elf_snapshot_free(&ns);
-    return -1;
-  }
-  for (size_t i = 0; i < l->snap.n; i++) {
-    size_t k = 0;
-    while (k < ns.n && !(ns.obj[k].bias == l->snap.obj[i].bias &&
-                         strcmp(ns.obj[k].path, l->snap.obj[i].path) == 0 && !ni[k].tried))
-      k++;
-    if (k < ns.n)
-      ni[k] = l->img[i];
-    else if (l->img[i].tried)
-      l->retired[l->nretired++] = l->img[i];
-  }
-  free(l->img);
-  pprt__elf_snapshot_free(&l->snap);
-  l->snap = ns;
-  l->img = ni;
+  void *img = l->img, *retired = l->retired;
+  int rc = pprt__elf_snapshot_renew(&l->snap, &img, sizeof *l->img, &retired, &l->nretired,
+                                    image_used);
+  l->img = img;
+  l->retired = retired;
   l->last = 0;
-  return 0;
+  return rc;
 }
 
 static Dwfl_Module *module_for(pprt__os_lines *l, uintptr_t addr, lines_image **imgp) {

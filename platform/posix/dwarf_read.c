@@ -605,13 +605,35 @@ static int object_holds(const pprt__elf_object *obj, uintptr_t addr) {
   return 0;
 }
 
+/* A new snapshot after the loader added or removed objects (a trace keeps
+ * its reader for the whole session): images still loaded keep their
+ * debug information, unloaded ones are retired until close. */
+static int image_used(const void *img) {
+  return ((const lines_image *)img)->tried;
+}
+
+static int resnapshot(pprt__os_lines *l) {
+  if (l->unit.img != NULL) /* it points into the array about to move */
+    unit_free(&l->unit);
+  void *img = l->img, *retired = l->retired;
+  int rc = pprt__elf_snapshot_renew(&l->snap, &img, sizeof *l->img, &retired, &l->nretired,
+                                    image_used);
+  l->img = img;
+  l->retired = retired;
+  l->last = 0;
+  return rc;
+}
+
 static lines_image *image_for(pprt__os_lines *l, uintptr_t addr, const pprt__elf_object **objp) {
   size_t i = l->last;
   if (i == 0 || !object_holds(&l->snap.obj[i - 1], addr)) {
     for (i = 1; i <= l->snap.n && !object_holds(&l->snap.obj[i - 1], addr); i++)
       ;
+    if (i > l->snap.n && pprt__elf_loader_adds() != l->snap.adds && resnapshot(l) == 0)
+      for (i = 1; i <= l->snap.n && !object_holds(&l->snap.obj[i - 1], addr); i++)
+        ;
     if (i > l->snap.n)
-      return NULL; /* an image loaded since open: left to the symbol tables */
+      return NULL;
     l->last = i;
   }
   lines_image *img = &l->img[i - 1];

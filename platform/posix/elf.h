@@ -67,6 +67,16 @@ int pprt__elf_iterate_phdr(int (*fn)(struct dl_phdr_info *info, size_t size, voi
                            void *arg);
 void pprt__elf_snapshot_free(pprt__elf_snapshot *snap);
 
+/* A new snapshot after the loader added or removed objects, for a reader
+ * that keeps state per object in an array parallel to the snapshot (*state,
+ * elements of sz bytes): an object still loaded (same path and bias) keeps
+ * its element; the elements of unloaded objects for which used() is true
+ * move to the end of *retired (*nretired of them), where names handed out
+ * from them stay valid until the reader closes. Errors: -ENOMEM, nothing
+ * changed. */
+int pprt__elf_snapshot_renew(pprt__elf_snapshot *snap, void **state, size_t sz, void **retired,
+                             size_t *nretired, int (*used)(const void *elem));
+
 /* Whether [addr, addr + len) lies in the file-backed part of a readable
  * PT_LOAD segment of obj: memory that stays mapped while obj is loaded. */
 int pprt__elf_object_readable(const pprt__elf_object *obj, uintptr_t addr, size_t len);

@@ -239,6 +239,43 @@ void pprt__elf_snapshot_free(pprt__elf_snapshot *snap) {
   memset(snap, 0, sizeof *snap);
 }
 
+int pprt__elf_snapshot_renew(pprt__elf_snapshot *snap, void **state, size_t sz, void **retired,
+                             size_t *nretired, int (*used)(const void *elem)) {
+  pprt__elf_snapshot ns;
+  if (pprt__elf_snapshot_take(&ns) != 0)
+    return -ENOMEM;
+  char *ni = calloc(ns.n ? ns.n : 1, sz);
+  int *taken = calloc(ns.n ? ns.n : 1, sizeof *taken);
+  char *nr = realloc(*retired, (*nretired + snap->n + 1) * sz);
+  if (nr != NULL)
+    *retired = nr;
+  if (ni == NULL || taken == NULL || nr == NULL) {
+    free(ni);
+    free(taken);
+    pprt__elf_snapshot_free(&ns);
+    return -ENOMEM;
+  }
+  char *old = *state;
+  for (size_t i = 0; i < snap->n; i++) {
+    size_t k = 0;
+    while (k < ns.n && !(ns.obj[k].bias == snap->obj[i].bias &&
+                         strcmp(ns.obj[k].path, snap->obj[i].path) == 0 && !taken[k]))
+      k++;
+    if (k < ns.n) {
+      memcpy(ni + k * sz, old + i * sz, sz);
+      taken[k] = 1;
+    } else if (used(old + i * sz)) {
+      memcpy(nr + (*nretired)++ * sz, old + i * sz, sz);
+    }
+  }
+  free(taken);
+  free(old);
+  pprt__elf_snapshot_free(snap);
+  *snap = ns;
+  *state = ni;
+  return 0;
+}
+
 static int read_adds(struct dl_phdr_info *info, size_t size, void *arg) {
   if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
     *(unsigned long long *)arg = info->dlpi_adds;
