@@ -3,7 +3,8 @@
  * with pprof's own Go package (bench/pprof-go) in the same run. Then
  * symbolization: the write time and peak RSS of a profile of 10,000 distinct
  * real addresses spread over the program, libc and libstdc++, in mode lines
- * (DWARF through libdw) against mode names, in the same run.
+ * (DWARF, through the build's reader: pprt's own, or libdw with
+ * PPRT_SYMBOLIZER=libdw) against mode names, in the same run.
  *
  * Each encoder runs in a child process, so peak memory (max RSS, from
  * wait4) is measured the same way for both; the clock covers building and
@@ -184,21 +185,22 @@ static int run_symbolize(const char *arg) {
 }
 
 static int addr_order(const void *pa, const void *pb) {
-  uintptr_t a = *(const uintptr_t *)pa, b = *(const uintptr_t *)pb;
+  uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
   return a < b ? -1 : a > b;
 }
 
-/* In the child: the source-lines reader alone over the profile's addresses
- * in increasing order, each once, between one open and close (how the
- * symbolizer hands a write's new addresses to it); prints as run_symbolize,
- * bytes being the frames found. */
+/* In the child: the source-lines reader alone over the profile's addresses,
+ * each once, in the reader's order (sorted, then pprt__os_lines_order),
+ * between one open and close, as the symbolizer hands a write's new
+ * addresses to it; prints as run_symbolize, bytes being the frames found. */
 static int run_reader(const char *arg) {
   (void)arg;
   pprt__profile *p = symbolize_profile();
   if (p == NULL)
     return 1;
-  static uintptr_t sorted[SYM_ADDRS];
-  memcpy(sorted, sym_addr, sizeof sorted);
+  static uint64_t sorted[SYM_ADDRS];
+  for (size_t i = 0; i < SYM_ADDRS; i++)
+    sorted[i] = sym_addr[i];
   qsort(sorted, SYM_ADDRS, sizeof *sorted, addr_order);
   struct timespec c0, c1;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
@@ -206,10 +208,11 @@ static int run_reader(const char *arg) {
   pprt__os_lines *l;
   if (pprt__os_lines_open(&l, getenv("PPRT_DEBUG_DIRS")) != 0)
     return 1;
+  pprt__os_lines_order(l, sorted, SYM_ADDRS);
   size_t frames = 0;
   pprt__os_frame fr[64];
   for (size_t i = 0; i < SYM_ADDRS; i++)
-    frames += (size_t)pprt__os_lines_resolve(l, sorted[i], fr, 64);
+    frames += (size_t)pprt__os_lines_resolve(l, (uintptr_t)sorted[i], fr, 64);
   pprt__os_lines_close(l);
   uint64_t ns = pprt__os_monotonic_ns() - t0;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
@@ -319,14 +322,15 @@ static int symbolize_figures(void) {
   printf("  %-28s %9s %10s %12s %12s\n", "", "time", "CPU time", "peak RSS", "output");
   printf("  %-28s %7.1f ms %7.1f ms %8.1f MiB %9ld B\n", "names (symbol tables)", names.ms,
          names.cpu_ms, names.mib, names.bytes);
-  printf("  %-28s %7.1f ms %7.1f ms %8.1f MiB %9ld B\n", "lines (DWARF, libdw)", lines.ms,
+  printf("  %-28s %7.1f ms %7.1f ms %8.1f MiB %9ld B\n", "lines (DWARF, " PPRT_SYMBOLIZER_NAME ")", lines.ms,
          lines.cpu_ms, lines.mib, lines.bytes);
-  printf("  %-28s %7.1f ms %7.1f ms %8.1f MiB %7ld frames\n", "lines reader, sorted", reader.ms,
+  printf("  %-28s %7.1f ms %7.1f ms %8.1f MiB %7ld frames\n", "lines reader alone", reader.ms,
          reader.cpu_ms, reader.mib, reader.bytes);
   printf("  lines: %zu of %zu locations with file:line, %zu inlined frames\n", with_line, nlocs,
          inlined);
   if (with_line == 0) {
-    printf("  (no lines: a build without libdw, or no debug information; targets not checked)\n");
+    printf("  (no lines: a build without a DWARF reader, or no debug information; targets not "
+           "checked)\n");
     return 1;
   }
   int ok = lines.ms <= 300 && lines.mib <= 1.5 * names.mib;

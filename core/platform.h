@@ -522,10 +522,12 @@ void pprt__os_symbolizer_close(pprt__os_symbolizer *s);
 /* ---- source lines ---------------------------------------------------------- */
 
 /* Source lines and inline frames from debug information, for the write-time
- * symbolizer (core/symbolize.c). ELF systems with elfutils' libdw
- * (platform/posix/dwarf_lines.c): DWARF 4 and 5, compressed and split
- * sections, separate debug files found by build id and .gnu_debuglink.
- * Elsewhere, or built without libdw, open returns -ENOTSUP
+ * symbolizer (core/symbolize.c). ELF systems: pprt's own DWARF reader
+ * (platform/posix/dwarf_read.c), or elfutils' libdw
+ * (platform/posix/dwarf_lines.c, PPRT_SYMBOLIZER=libdw): DWARF 2 to 5,
+ * compressed sections, separate debug files found by build id and
+ * .gnu_debuglink, dwz's alternate files. Elsewhere, or built without
+ * either (PPRT_SYMBOLIZER=elf), open returns -ENOTSUP
  * (platform/posix/lines_none.c). Each image's debug information is opened
  * once, on the first address that falls in it. None of these is AS-safe;
  * one reader is used by one thread at a time. */

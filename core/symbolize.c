@@ -260,7 +260,7 @@ int pprt__symbolizer_open(pprt__symbolizer **out, pprt_symbolize mode) {
     return -ENOMEM;
   s->mode = mode;
   if (mode == PPRT_SYMBOLIZE_LINES && !lines_supported())
-    s->note = "symbolized: names only (this build of pprt has no DWARF reader: no libdw)";
+    s->note = "symbolized: names only (this build of pprt has no DWARF reader: PPRT_SYMBOLIZER=elf)";
   *out = s;
   return 0;
 }

@@ -40,7 +40,7 @@ size_t pprt__symbolizer_frames(void *ctx, uint64_t addr, pprt__frame *out, size_
                                unsigned *flags);
 
 /* A one-line note for the profile's comments when the symbolizer gives less
- * than its mode asked (lines without libdw); NULL otherwise. */
+ * than its mode asked (lines in a build without a DWARF reader); NULL otherwise. */
 const char *pprt__symbolizer_note(const pprt__symbolizer *s);
 
 void pprt__symbolizer_close(pprt__symbolizer *s);

@@ -61,15 +61,16 @@ PPRT_API pprt_writer pprt_writer_fd(int fd);
  * build ids, so a reader can always symbolize again. */
 typedef enum pprt_symbolize {
   /* PPRT_SYMBOLIZE from the environment when set (lines, names, none; 1 and
-   * 0 for names-or-lines and none), else lines where this build has libdw
-   * and names elsewhere. */
+   * 0 for names-or-lines and none), else lines where this build reads DWARF
+   * (Linux and FreeBSD) and names elsewhere. */
   PPRT_SYMBOLIZE_DEFAULT = 0,
   /* Function names, source file:line and inlined functions, from the debug
-   * information (DWARF, through elfutils' libdw), found in the binary or in
-   * a separate debug file (by build id or .gnu_debuglink, under
-   * /usr/lib/debug and the directories of PPRT_DEBUG_DIRS). An image without
-   * debug information gets names. In a build without libdw: names, and the
-   * profile's comments say so. */
+   * information (DWARF, read by pprt itself or by elfutils' libdw), found
+   * in the binary or in a separate debug file (by build id or
+   * .gnu_debuglink, under /usr/lib/debug and the directories of
+   * PPRT_DEBUG_DIRS). An image without debug information gets names. In a
+   * build without a DWARF reader (macOS, or PPRT_SYMBOLIZER=elf): names,
+   * and the profile's comments say so. */
   PPRT_SYMBOLIZE_LINES = 1,
   /* Function names from the symbol tables only. */
   PPRT_SYMBOLIZE_NAMES = 2,

@@ -21,7 +21,7 @@
  *   PPRT_CPUPROFILE_TIMER=mode  auto (default), perf, per-thread or process
  *   PPRT_UNWINDER=name          cfi, fp or libunwind; default: the build's
  *                               (cfi on Linux and FreeBSD x86_64/aarch64)
- *   PPRT_SYMBOLIZE=mode         lines (default with libdw: names, file:line,
+ *   PPRT_SYMBOLIZE=mode         lines (default on Linux and FreeBSD: names, file:line,
  *                               inline frames), names, or none (addresses
  *                               only, for go tool pprof or a server to
  *                               symbolize); 1 and 0 mean lines and none

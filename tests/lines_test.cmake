@@ -86,7 +86,7 @@ if(MODE STREQUAL "fallback")
   endif()
   file(REMOVE ${OUT}/full/lines_victim)
   pprof(comments -comments ${OUT}/full/cpu.pb.gz)
-  expect("${comments}" "symbolized: names only \\(this build of pprt has no DWARF reader: no libdw\\)"
+  expect("${comments}" "symbolized: names only \\(this build of pprt has no DWARF reader: PPRT_SYMBOLIZER=elf\\)"
          "fallback: the comment")
   pprof(raw -raw ${OUT}/full/cpu.pb.gz)
   expect("${raw}" "Mappings\n1: [^\n]*lines_victim [0-9a-f]+ *\n" "fallback: no flags on the main mapping")
