@@ -372,7 +372,8 @@ int pprt__dw_unit_open_in(pprt__dw_unit *u, pprt__dw_info *inf, pprt__dw_section
     abbrev_off = rd_n(&r, u->offset_size);
     if (u->unit_type == DW_UT_skeleton || u->unit_type == DW_UT_split_compile)
       rd_n(&r, 8); /* dwo id */
-    if (u->unit_type != DW_UT_compile && u->unit_type != DW_UT_partial)
+    if (u->unit_type != DW_UT_compile && u->unit_type != DW_UT_partial &&
+        u->unit_type != DW_UT_skeleton) /* split DWARF: its lines, not its DIEs */
       return -EINVAL;
   } else {
     u->unit_type = DW_UT_compile;
