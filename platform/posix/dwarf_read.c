@@ -132,6 +132,8 @@ static void section_open(const void *map, size_t map_len, const char *name,
   const uint8_t *b = section_bytes(map, map_len, name, &len, &compressed);
   if (b == NULL || pprt__dw_section_init(s, b, len, compressed, PPRT__ELF_CLASS == ELFCLASS64))
     memset(s, 0, sizeof *s);
+  else
+    s->file_mapped = 1; /* pprt__elf_map_file's */
 }
 
 /* The sections a unit's DIEs point into. */
@@ -295,6 +297,7 @@ static void table_read(unit_table *t, const pprt__dw_section *info) {
   if (pprt__dw_section_init(&t->info, info->raw, info->raw_len, info->compressed,
                             PPRT__ELF_CLASS == ELFCLASS64) != 0)
     return;
+  t->info.file_mapped = info->file_mapped;
   size_t cap = 0;
   for (uint64_t o = 0; o < t->info.size;) {
     uint64_t len;

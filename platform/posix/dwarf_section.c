@@ -108,12 +108,34 @@ static int stream_start(pprt__dw_section *s, uint64_t off) {
   return 0;
 }
 
-/* Keeps a copy of the stream when its output has passed the next
- * checkpoint (the first pass only: later passes find them made). */
+static void checkpoint_free(void *cp) {
+  inflateEnd(cp);
+  free(cp);
+}
+
+/* Keeps a copy of the stream when its output has gone cp_every past the
+ * last checkpoint (the first pass only: a later pass, restarted from one,
+ * finds them made); with PPRT__DW_CHECKPOINTS made, every other one goes
+ * first. */
 static void checkpoint(pprt__dw_section *s) {
-  uint64_t next = (uint64_t)(s->ncp + 1) * PPRT__DW_CHECKPOINT;
-  if (s->inflated < next || s->inflated >= next + PPRT__DW_CHECKPOINT)
+  if (s->cp_every == 0)
+    s->cp_every = PPRT__DW_CHECKPOINT;
+  uint64_t last = s->ncp ? s->cp_off[s->ncp - 1] : 0;
+  if (s->inflated < last + s->cp_every)
     return;
+  if (s->ncp == PPRT__DW_CHECKPOINTS) {
+    size_t kept = 0;
+    for (size_t i = 0; i < s->ncp; i++) {
+      if (i % 2 == 0) {
+        checkpoint_free(s->cp[i]);
+      } else {
+        s->cp[kept] = s->cp[i];
+        s->cp_off[kept++] = s->cp_off[i];
+      }
+    }
+    s->ncp = kept;
+    s->cp_every *= 2;
+  }
   void **cp = realloc(s->cp, (s->ncp + 1) * sizeof *cp);
   if (cp != NULL)
     s->cp = cp;
@@ -155,7 +177,7 @@ static int fill(pprt__dw_section *s) {
   s->win_len += got;
   s->inflated += got;
   size_t used = (size_t)(z->next_in - s->raw);
-  if (used > s->dropped + DROP_EVERY) { /* the input behind the stream */
+  if (s->file_mapped && used > s->dropped + DROP_EVERY) { /* the input behind the stream */
     pprt__dw_pages_drop(s->raw + s->dropped, used - s->dropped);
     s->dropped = used;
   }
@@ -203,10 +225,8 @@ const uint8_t *pprt__dw_section_get(pprt__dw_section *s, uint64_t off, size_t le
 
 void pprt__dw_section_free(pprt__dw_section *s) {
   stream_end(s);
-  for (size_t i = 0; i < s->ncp; i++) {
-    inflateEnd(s->cp[i]);
-    free(s->cp[i]);
-  }
+  for (size_t i = 0; i < s->ncp; i++)
+    checkpoint_free(s->cp[i]);
   free(s->cp);
   free(s->cp_off);
   free(s->win);

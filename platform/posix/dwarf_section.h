@@ -24,20 +24,28 @@ typedef struct pprt__dw_section {
   uint64_t win_off;
   uint64_t inflated; /* bytes of the section inflated so far: win_off + win_len */
   unsigned restarts; /* inflations started again from a checkpoint, for tests */
-  /* Copies of the inflate stream every PPRT__DW_CHECKPOINT bytes of output,
-   * so an earlier offset restarts near it, not at the section's start:
-   * GCC puts each unit's cold code (.text.unlikely) apart from the rest,
-   * so sorted addresses still visit some units out of order. */
+  /* Copies of the inflate stream every cp_every bytes of output, so an
+   * earlier offset restarts near it, not at the section's start (a
+   * reference into another unit, a range list read out of order). At most
+   * PPRT__DW_CHECKPOINTS of them: past that every other one is dropped
+   * and cp_every doubles, so a section of any size costs at most that
+   * many (about 40 KiB each). */
   void **cp;
   uint64_t *cp_off;
   size_t ncp;
-  size_t dropped; /* compressed: raw bytes before this are given back */
+  uint64_t cp_every;
+  /* raw is a read-only private mapping of the file, whose pages the window
+   * may give back behind it (pprt__dw_pages_drop); set by the caller after
+   * init. Never for bytes in ordinary memory, which the kernel would zero. */
+  int file_mapped;
+  size_t dropped; /* raw bytes before this are given back */
 } pprt__dw_section;
 
-/* Bytes of inflated output between checkpoints: each holds zlib's 32 KiB
- * history and state (about 40 KiB), and a restart inflates at most this
- * much again (glibc's .debug_info: 22 checkpoints, 900 KiB). */
+/* Bytes of inflated output between checkpoints at first: each holds zlib's
+ * 32 KiB history and state (about 40 KiB), and a restart inflates at most
+ * this much again (glibc's .debug_info: 22 checkpoints, 900 KiB). */
 #define PPRT__DW_CHECKPOINT (256 * 1024)
+#define PPRT__DW_CHECKPOINTS 32
 
 /* Sets s over the bytes of a section as stored in the file; compressed is
  * its SHF_COMPRESSED flag, elf64 its file's class (the compression header
