@@ -285,8 +285,7 @@ static void close_readers(pprt__symbolizer *s) {
   s->names_tried = s->lines_tried = s->lines_failed = 0;
 }
 
-/* Resolves addr from the readers (opened here the first time) into at most
- * PPRT__MAX_FRAMES frames; the strings live until the next call. */
+/* Opens the readers the mode needs, the first time only. */
 static void open_readers(pprt__symbolizer *s) {
   if (!s->names_tried) {
     s->names_tried = 1;
@@ -304,6 +303,8 @@ static void open_readers(pprt__symbolizer *s) {
   }
 }
 
+/* Resolves addr from the readers into at most PPRT__MAX_FRAMES frames; the
+ * strings live until the next call. */
 static size_t resolve(pprt__symbolizer *s, uint64_t addr, pprt__frame *out, unsigned *flags) {
   open_readers(s);
   const char *sym = NULL;
@@ -430,8 +431,7 @@ int pprt__symbolizer_prepare(pprt__symbolizer *s, const uint64_t *addrs, size_t 
     if (cache_find_locked(addrs[i]) < 0)
       miss[m++] = addrs[i];
   pthread_mutex_unlock(&g_cache_lock);
-  /* In address order: an image, and a compilation unit within it, at a
-   * time, as the lines reader works best. */
+  /* Sorted, each once. */
   qsort(miss, m, sizeof *miss, addr_cmp);
   size_t k = 0;
   for (size_t i = 0; i < m; i++)

@@ -1,18 +1,21 @@
 /* Source lines and inline frames from DWARF read by pprt itself, with zlib
- * alone (PPRT_SYMBOLIZER=dwarf): the source-lines reader of core/platform.h
- * for Linux and FreeBSD without libdw.
+ * alone (PPRT_SYMBOLIZER=dwarf, the default on Linux and FreeBSD): the
+ * source-lines reader of core/platform.h.
  *
  * Divisions: the files (an image's debug information: its own file, else a
  * separate one by build id or .gnu_debuglink; the sections it needs, each
- * behind a window, dwarf_section.h); the unit (the current one's function
- * index and line program); the lookup.
+ * behind a window, dwarf_section.h); references between units, and dwz's
+ * alternate file; the unit (the current one's function index and line
+ * program); the lookup; the order.
  *
  * Memory: libdw decompresses every debug section of a file whole when it
  * opens it (10 MB for glibc's). Here .debug_info, .debug_abbrev,
  * .debug_line and the range lists are read forward through windows the
- * size of the largest unit asked for (84 KB in glibc), because addresses
- * come sorted (core/platform.h) and units lie in address order; only the
- * string sections, read at random, are inflated whole (240 KB).
+ * size of the largest unit asked for (84 KB in glibc), because the
+ * symbolizer hands the addresses over a unit at a time in file order
+ * (pprt__os_lines_order); only the string sections, read at random, are
+ * inflated whole (240 KB). The pages of the mapped file that a unit read
+ * are given back when the next unit starts (pprt__dw_pages_drop).
  */
 #include <errno.h>
 #include <limits.h>
