@@ -121,8 +121,10 @@ static void check_file(const char *path) {
       if (bad++ < 10)
         fprintf(stderr, "%s: unit at %#llx not read\n", path, (unsigned long long)off);
     } else {
-      qsort(mine.v, mine.n, sizeof *mine.v, order);
-      qsort(theirs.v, theirs.n, sizeof *theirs.v, order);
+      if (mine.n > 1) /* qsort takes no NULL, even for 0 items */
+        qsort(mine.v, mine.n, sizeof *mine.v, order);
+      if (theirs.n > 1)
+        qsort(theirs.v, theirs.n, sizeof *theirs.v, order);
       int same = mine.n == theirs.n;
       for (size_t i = 0; same && i < mine.n; i++)
         same = mine.v[i].lo == theirs.v[i].lo && mine.v[i].hi == theirs.v[i].hi &&

@@ -79,7 +79,8 @@ int pprt__dw_aranges_read(pprt__dw_section *s, pprt__dw_aranges *out) {
   int rc = 0;
   for (uint64_t off = 0, next; rc == 0 && off < s->size; off = next)
     rc = read_set(s, off, out, &cap, &next);
-  qsort(out->v, out->n, sizeof *out->v, by_lo);
+  if (out->n > 1) /* qsort takes no NULL, even for 0 items */
+    qsort(out->v, out->n, sizeof *out->v, by_lo);
   return rc;
 }
 

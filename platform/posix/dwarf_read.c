@@ -281,7 +281,8 @@ static void read_aranges(lines_image *img) {
     off += u.len;
     pprt__dw_unit_free(&u);
   }
-  qsort(img->aranges.v, img->aranges.n, sizeof *img->aranges.v, arange_order);
+  if (img->aranges.n > 1) /* qsort takes no NULL, even for 0 items */
+    qsort(img->aranges.v, img->aranges.n, sizeof *img->aranges.v, arange_order);
 }
 
 /* ---- references between units, and the alternate file --------------------------- */

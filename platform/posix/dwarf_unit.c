@@ -303,7 +303,8 @@ static int read_abbrevs(pprt__dw_unit *u, pprt__dw_section *s, uint64_t off) {
     if (!r.err) {
       u->nabbrevs = na;
       u->nspecs = ns;
-      qsort(u->abbrevs, na, sizeof *u->abbrevs, by_code);
+      if (na > 1) /* qsort takes no NULL, even for 0 items */
+        qsort(u->abbrevs, na, sizeof *u->abbrevs, by_code);
       return 0;
     }
     if (len < want)
