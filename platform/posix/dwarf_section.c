@@ -19,6 +19,10 @@
 
 #define ELFCOMPRESS_ZLIB_TYPE 1
 
+/* deflate's largest expansion: a 258-byte match coded in two bits, 1032
+ * to 1 (zlib's FAQ). */
+#define MAX_INFLATE_RATIO 1032
+
 /* Compressed bytes consumed between two pprt__dw_pages_drop calls. */
 #define DROP_EVERY (256 * 1024)
 
@@ -58,7 +62,12 @@ int pprt__dw_section_init(pprt__dw_section *s, const uint8_t *raw, size_t raw_le
     memcpy(&size32, raw + 4, 4);
     s->size = size32;
   }
-  if (type != ELFCOMPRESS_ZLIB_TYPE) { /* zstd needs a library pprt does not link */
+  /* The size is the file's word, and the string sections are inflated
+   * whole into a buffer of that size: one a zlib stream of raw_len bytes
+   * cannot produce (deflate expands at most 1032 times) is damaged, not a
+   * reason to allocate gigabytes. */
+  if (type != ELFCOMPRESS_ZLIB_TYPE || /* zstd needs a library pprt does not link */
+      s->size / MAX_INFLATE_RATIO > raw_len - hdr) {
     memset(s, 0, sizeof *s);
     return -EINVAL;
   }

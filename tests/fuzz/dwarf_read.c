@@ -255,7 +255,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
         ar.v[k].unit = t.off[i];
       pprt__dw_unit_free(&u);
     }
-    qsort(ar.v, ar.n, sizeof *ar.v, arange_order);
+    if (ar.n > 1)
+      qsort(ar.v, ar.n, sizeof *ar.v, arange_order);
   }
   for (size_t i = 0; i < ar.n && i < MAX_LOOKUPS; i++) {
     uint64_t unit;

@@ -7,12 +7,20 @@ Usage: dwarf_read_seed.py OUTDIR   (needs gcc; clang for the last seed)
 
 Each seed is the target's input: a 16-bit mask of the sections stored
 compressed, the ten sections' sizes (32-bit), then their bytes as stored
-in the file (compressed ones with their Elf64_Chdr)."""
+in the file (compressed ones with their Elf64_Chdr).
+
+Two more are made from the -gz build with .debug_str compressed here (the
+linker leaves small sections as they are), which dwarf_read.c inflates
+whole: gcc-dwarf5-gz-str.bin, and compressed-size-claim.bin whose header
+claims 64 GiB (the reader once allocated what the header said).
+empty-abbrev-table.bin is kept as the fuzzer found it (a unit whose
+abbreviation table is empty: qsort was handed NULL)."""
 import os
 import struct
 import subprocess
 import sys
 import tempfile
+import zlib
 
 SECTIONS = [".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str", ".debug_addr",
             ".debug_str_offsets", ".debug_ranges", ".debug_rnglists", ".debug_line",
@@ -60,6 +68,13 @@ def sections(path):
     return out
 
 
+def write(outdir, name, mask, raw):
+    data = struct.pack("<H", mask) + b"".join(struct.pack("<I", len(b)) for b in raw) + b"".join(raw)
+    with open(os.path.join(outdir, name), "wb") as f:
+        f.write(data)
+    print(name, len(data), "bytes")
+
+
 def main():
     outdir = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
@@ -75,15 +90,17 @@ def main():
                 print("skipped", name, "(", cmd[0], "failed )")
                 continue
             secs = sections(lib)
-            mask, sizes, body = 0, b"", b""
+            mask = 0
             for i, s in enumerate(SECTIONS):
-                b, compressed = secs.get(s, (b"", False))
-                mask |= compressed << i
-                sizes += struct.pack("<I", len(b))
-                body += b
-            with open(os.path.join(outdir, name), "wb") as f:
-                f.write(struct.pack("<H", mask) + sizes + body)
-            print(name, 2 + len(sizes) + len(body), "bytes")
+                mask |= secs.get(s, (b"", False))[1] << i
+            write(outdir, name, mask, [secs.get(s, (b"", False))[0] for s in SECTIONS])
+            if name == "gcc-dwarf5-gz.bin":
+                raw = [secs.get(s, (b"", False))[0] for s in SECTIONS]
+                s = raw[2]
+                for claim, extra in ((len(s), "gcc-dwarf5-gz-str.bin"),
+                                     (1 << 36, "compressed-size-claim.bin")):
+                    chdr = struct.pack("<IIQQ", 1, 0, claim, 1)  # ELFCOMPRESS_ZLIB
+                    write(outdir, extra, mask | 4, raw[:2] + [chdr + zlib.compress(s)] + raw[3:])
 
 
 main()
