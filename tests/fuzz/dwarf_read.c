@@ -141,8 +141,7 @@ static void lookup(pprt__dw_unit *u, pprt__dw_info *inf, pprt__dw_cu_index *ix,
 /* One unit as dwarf_read.c's unit_for reads it, then lookups at a few of
  * its addresses. */
 static void one_unit(pprt__dw_info *inf, pprt__dw_section *line, const uint8_t *str,
-                     const uint8_t *line_str, units *t, uint64_t off,
-                     const pprt__dw_aranges *ar) {
+                     const uint8_t *line_str, units *t, uint64_t off, const pprt__dw_aranges *ar) {
   pprt__dw_unit u;
   if (pprt__dw_unit_open(&u, inf, off) != 0)
     return;
@@ -218,17 +217,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
     if (pprt__dw_section_init(&sec[i], raw[i], n, (compressed >> i) & 1, 1) != 0)
       memset(&sec[i], 0, sizeof sec[i]);
   }
-  pprt__dw_info inf = {sec[S_INFO],        sec[S_ABBREV], sec[S_STR],    sec[S_LINE_STR],
-                       sec[S_ADDR],        sec[S_STR_OFFSETS], sec[S_RANGES], sec[S_RNGLISTS],
-                       NULL};
+  pprt__dw_info inf = {sec[S_INFO],     sec[S_ABBREV],   sec[S_STR],
+                       sec[S_LINE_STR], sec[S_ADDR],     sec[S_STR_OFFSETS],
+                       sec[S_RANGES],   sec[S_RNGLISTS], NULL};
   /* Whole, as dwarf_read.c's image_open. */
   const uint8_t *str = inf.str.size ? pprt__dw_section_get(&inf.str, 0, inf.str.size) : NULL;
   const uint8_t *line_str =
       inf.line_str.size ? pprt__dw_section_get(&inf.line_str, 0, inf.line_str.size) : NULL;
 
   units t = {.inf = &inf};
-  if (pprt__dw_section_init(&t.info, raw[S_INFO], sec[S_INFO].raw_len, sec[S_INFO].compressed,
-                            1) != 0)
+  if (pprt__dw_section_init(&t.info, raw[S_INFO], sec[S_INFO].raw_len, sec[S_INFO].compressed, 1) !=
+      0)
     memset(&t.info, 0, sizeof t.info);
   for (uint64_t o = 0; o < t.info.size && t.n < MAX_UNITS;) {
     uint64_t ulen;
@@ -270,8 +269,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
   if (t.has_u)
     pprt__dw_unit_free(&t.u);
   pprt__dw_section_free(&t.info);
-  pprt__dw_section *all[] = {&inf.info,     &inf.abbrev,      &inf.str,    &inf.line_str,
-                             &inf.addr,     &inf.str_offsets, &inf.ranges, &inf.rnglists,
+  pprt__dw_section *all[] = {&inf.info,    &inf.abbrev,      &inf.str,    &inf.line_str,
+                             &inf.addr,    &inf.str_offsets, &inf.ranges, &inf.rnglists,
                              &sec[S_LINE], &sec[S_ARANGES]};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++)
     pprt__dw_section_free(all[i]);
