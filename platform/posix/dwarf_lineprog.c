@@ -7,6 +7,7 @@
  */
 #include "platform/posix/dwarf_lineprog.h"
 
+#include "platform/posix/dwarf_bytes.h"
 #include "platform/posix/dwarf_constants.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -14,71 +15,11 @@
 
 /* ---- reading bytes ------------------------------------------------------------- */
 
-typedef struct rd {
-  const uint8_t *base;
-  size_t pos, end;
-  int err;
-} rd;
-
-static uint64_t rd_n(rd *r, unsigned n) {
-  if (r->err || n > 8 || r->end - r->pos < n) {
-    r->err = 1;
-    return 0;
-  }
-  uint64_t v = 0; /* ELF files of the machine pprt runs on: little-endian */
-  for (unsigned i = 0; i < n; i++)
-    v |= (uint64_t)r->base[r->pos + i] << (8 * i);
-  r->pos += n;
-  return v;
-}
-
-static void rd_skip(rd *r, uint64_t n) {
-  if (r->err || r->end - r->pos < n)
-    r->err = 1;
-  else
-    r->pos += (size_t)n;
-}
-
-static uint64_t rd_uleb(rd *r) {
-  uint64_t v = 0;
-  for (unsigned shift = 0; !r->err; shift += 7) {
-    if (r->pos >= r->end) {
-      r->err = 1;
-      break;
-    }
-    uint8_t b = r->base[r->pos++];
-    if (shift < 64)
-      v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80))
-      break;
-  }
-  return v;
-}
-
-static int64_t rd_sleb(rd *r) {
-  uint64_t v = 0;
-  unsigned shift = 0;
-  uint8_t b = 0;
-  do {
-    if (r->err || r->pos >= r->end) {
-      r->err = 1;
-      return 0;
-    }
-    b = r->base[r->pos++];
-    if (shift < 64)
-      v |= (uint64_t)(b & 0x7f) << shift;
-    shift += 7;
-  } while (b & 0x80);
-  if (shift < 64 && (b & 0x40))
-    v |= ~(uint64_t)0 << shift;
-  return (int64_t)v;
-}
-
 /* A NUL-terminated string at r's position. */
 static const char *rd_str(rd *r) {
   if (r->err || r->pos >= r->end)
     return r->err = 1, NULL;
-  const char *s = (const char *)r->base + r->pos;
+  const char *s = (const char *)r->b + r->pos;
   const char *nul = memchr(s, 0, r->end - r->pos);
   if (nul == NULL)
     return r->err = 1, NULL;
@@ -242,7 +183,7 @@ static int read_header(pprt__dw_lineprog *p, uint64_t off, unsigned addr_size,
   if (r.err || p->line_range == 0 || p->max_ops == 0 || p->opcode_base == 0 ||
       p->opcode_base - 1 > r.end - r.pos)
     return -1;
-  p->std_lens = r.base + r.pos;
+  p->std_lens = r.b + r.pos;
   r.pos += p->opcode_base - 1;
   r.end = p->prog; /* the tables end where the opcodes start */
   if (p->version >= 5) {

@@ -6,71 +6,13 @@
  */
 #include "platform/posix/dwarf_unit.h"
 
+#include "platform/posix/dwarf_bytes.h"
 #include "platform/posix/dwarf_constants.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- reading bytes ------------------------------------------------------------- */
-
-typedef struct rd {
-  const uint8_t *b;
-  size_t pos, end;
-  int err;
-} rd;
-
-static uint64_t rd_n(rd *r, unsigned n) {
-  if (r->err || n > 8 || r->end - r->pos < n) {
-    r->err = 1;
-    return 0;
-  }
-  uint64_t v = 0;
-  for (unsigned i = 0; i < n; i++)
-    v |= (uint64_t)r->b[r->pos + i] << (8 * i);
-  r->pos += n;
-  return v;
-}
-
-static void rd_skip(rd *r, uint64_t n) {
-  if (r->err || r->end - r->pos < n)
-    r->err = 1;
-  else
-    r->pos += (size_t)n;
-}
-
-static uint64_t rd_uleb(rd *r) {
-  uint64_t v = 0;
-  for (unsigned shift = 0;; shift += 7) {
-    if (r->err || r->pos >= r->end) {
-      r->err = 1;
-      return 0;
-    }
-    uint8_t c = r->b[r->pos++];
-    if (shift < 64)
-      v |= (uint64_t)(c & 0x7f) << shift;
-    if (!(c & 0x80))
-      return v;
-  }
-}
-
-static int64_t rd_sleb(rd *r) {
-  uint64_t v = 0;
-  unsigned shift = 0;
-  uint8_t c;
-  do {
-    if (r->err || r->pos >= r->end) {
-      r->err = 1;
-      return 0;
-    }
-    c = r->b[r->pos++];
-    if (shift < 64)
-      v |= (uint64_t)(c & 0x7f) << shift;
-    shift += 7;
-  } while (c & 0x80);
-  if (shift < 64 && (c & 0x40))
-    v |= ~(uint64_t)0 << shift;
-  return (int64_t)v;
-}
 
 /* A string in one of the string sections, NUL-terminated in its window. */
 static const char *str_at(pprt__dw_section *s, uint64_t off) {
