@@ -36,6 +36,7 @@
 #include "platform/posix/dwarf_lineprog.h"
 #include "platform/posix/dwarf_scopes.h"
 #include "platform/posix/elf.h"
+#include "platform/posix/lines_images.h"
 
 /* ---- images -------------------------------------------------------------------- */
 
@@ -59,23 +60,11 @@ typedef struct lines_unit {
   const char *comp_dir;
 } lines_unit;
 
-/* A file name given out, kept until close. */
-typedef struct joined_path {
-  struct joined_path *next;
-  char path[];
-} joined_path;
-
-#define JOINED_BUCKETS 1024
-
 struct pprt__os_lines {
-  joined_path *joined[JOINED_BUCKETS];
-  pprt__elf_snapshot snap;
-  lines_image *img;     /* parallel to snap.obj */
-  lines_image *retired; /* images unloaded since: names still point in */
-  size_t nretired;
+  pprt__lines_images images; /* a lines_image per object */
+  pprt__lines_strings strings;
   char *debuginfo_path;
   Dwfl_Callbacks cb;
-  size_t last; /* the image of the previous address, + 1 */
   lines_unit unit;
 };
 
@@ -144,19 +133,28 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
   return fd;
 }
 
+static int image_used(const void *img) {
+  return ((const lines_image *)img)->tried;
+}
+
+static void image_release(void *element) {
+  lines_image *img = element;
+  if (img->dwfl)
+    dwfl_end(img->dwfl);
+}
+
 int pprt__os_lines_open(pprt__os_lines **out, const char *debug_dirs) {
   *out = NULL;
   pprt__os_lines *l = calloc(1, sizeof *l);
   if (l == NULL)
     return -ENOMEM;
-  int rc = pprt__elf_snapshot_take(&l->snap);
+  int rc = pprt__lines_images_open(&l->images, sizeof(lines_image), image_used);
   if (rc != 0) {
     free(l);
     return rc;
   }
-  l->img = calloc(l->snap.n ? l->snap.n : 1, sizeof *l->img);
   l->debuginfo_path = debug_path(debug_dirs);
-  if (l->img == NULL || l->debuginfo_path == NULL) {
+  if (l->debuginfo_path == NULL) {
     pprt__os_lines_close(l);
     return -ENOMEM;
   }
@@ -174,74 +172,24 @@ static void unit_free(lines_unit *u) {
   memset(u, 0, sizeof *u);
 }
 
-static void image_free(lines_image *img) {
-  if (img->dwfl)
-    dwfl_end(img->dwfl);
-}
-
 void pprt__os_lines_close(pprt__os_lines *l) {
   if (l == NULL)
     return;
   unit_free(&l->unit);
-  for (size_t i = 0; l->img && i < l->snap.n; i++)
-    image_free(&l->img[i]);
-  for (size_t i = 0; i < l->nretired; i++)
-    image_free(&l->retired[i]);
-  free(l->retired);
-  for (size_t b = 0; b < JOINED_BUCKETS; b++)
-    for (joined_path *j = l->joined[b], *next; j != NULL; j = next) {
-      next = j->next;
-      free(j);
-    }
-  free(l->img);
+  pprt__lines_images_close(&l->images, image_release);
+  pprt__lines_strings_free(&l->strings);
   free(l->debuginfo_path);
-  pprt__elf_snapshot_free(&l->snap);
   free(l);
-}
-
-static int object_holds(const pprt__elf_object *obj, uintptr_t addr) {
-  for (size_t j = 0; j < obj->phnum; j++) {
-    const pprt__elf_phdr *ph = &obj->phdr[j];
-    uintptr_t start = obj->bias + (uintptr_t)ph->p_vaddr;
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && addr - start < (uintptr_t)ph->p_memsz)
-      return 1;
-  }
-  return 0;
 }
 
 /* The libdwfl module of the image holding addr, set up on first use; NULL
  * for an address in no image, the vDSO (no file) or a file libdwfl refuses. */
-/* A new snapshot after the loader added or removed objects (a trace keeps
- * its reader for the whole session): images still loaded keep their
- * debug information, unloaded ones are retired until close. */
-static int image_used(const void *img) {
-  return ((const lines_image *)img)->tried;
-}
-
-static int resnapshot(pprt__os_lines *l) {
-  void *img = l->img, *retired = l->retired;
-  int rc = pprt__elf_snapshot_renew(&l->snap, &img, sizeof *l->img, &retired, &l->nretired,
-                                    image_used);
-  l->img = img;
-  l->retired = retired;
-  l->last = 0;
-  return rc;
-}
-
 static Dwfl_Module *module_for(pprt__os_lines *l, uintptr_t addr, lines_image **imgp) {
-  size_t i = l->last;
-  if (i == 0 || !object_holds(&l->snap.obj[i - 1], addr)) {
-    for (i = 1; i <= l->snap.n && !object_holds(&l->snap.obj[i - 1], addr); i++)
-      ;
-    if (i > l->snap.n && pprt__elf_loader_adds() != l->snap.adds && resnapshot(l) == 0)
-      for (i = 1; i <= l->snap.n && !object_holds(&l->snap.obj[i - 1], addr); i++)
-        ;
-    if (i > l->snap.n)
-      return NULL;
-    l->last = i;
-  }
-  const pprt__elf_object *obj = &l->snap.obj[i - 1];
-  lines_image *img = &l->img[i - 1];
+  long i = pprt__lines_image_of(&l->images, addr);
+  if (i < 0)
+    return NULL;
+  const pprt__elf_object *obj = &l->images.snap.obj[i];
+  lines_image *img = (lines_image *)l->images.state + i;
   *imgp = img;
   if (!img->tried) {
     img->tried = 1;
@@ -301,28 +249,7 @@ static int die_udata(Dwarf_Die *die, unsigned at, Dwarf_Word *out) {
 /* path (malloc'd, consumed) as a string that stays until close: one copy
  * of each, however many frames name it. NULL stays NULL. */
 static const char *intern(pprt__os_lines *l, char *path) {
-  if (path == NULL)
-    return NULL;
-  size_t h = 5381;
-  for (const char *c = path; *c; c++)
-    h = h * 33 + (unsigned char)*c;
-  h %= JOINED_BUCKETS;
-  for (joined_path *j = l->joined[h]; j != NULL; j = j->next)
-    if (strcmp(j->path, path) == 0) {
-      free(path);
-      return j->path;
-    }
-  size_t n = strlen(path) + 1;
-  joined_path *j = malloc(sizeof *j + n);
-  if (j == NULL) {
-    free(path);
-    return NULL;
-  }
-  memcpy(j->path, path, n);
-  free(path);
-  j->next = l->joined[h];
-  l->joined[h] = j;
-  return j->path;
+  return pprt__lines_intern(&l->strings, path);
 }
 
 /* dir/name, malloc'd. */

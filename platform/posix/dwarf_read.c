@@ -32,6 +32,7 @@
 #include "platform/posix/dwarf_lineprog.h"
 #include "platform/posix/dwarf_unit.h"
 #include "platform/posix/elf.h"
+#include "platform/posix/lines_images.h"
 
 typedef PPRT__ELF(Ehdr) elf_ehdr;
 typedef PPRT__ELF(Shdr) elf_shdr;
@@ -83,22 +84,11 @@ typedef struct lines_unit {
   int has_lp;
 } lines_unit;
 
-typedef struct joined_path {
-  struct joined_path *next;
-  char path[];
-} joined_path;
-
-#define JOINED_BUCKETS 1024
-
 struct pprt__os_lines {
-  pprt__elf_snapshot snap;
-  lines_image *img; /* parallel to snap.obj */
-  lines_image *retired;
-  size_t nretired;
+  pprt__lines_images images; /* a lines_image per object */
+  pprt__lines_strings strings;
   char *dirs; /* the caller's debug directories, then the system's */
-  size_t last;
   lines_unit unit;
-  joined_path *joined[JOINED_BUCKETS];
 };
 
 static const uint8_t *section_bytes(const void *map, size_t size, const char *want, size_t *len,
@@ -453,21 +443,28 @@ static void image_free(lines_image *img) {
   memset(img, 0, sizeof *img);
 }
 
+static int image_used(const void *img) {
+  return ((const lines_image *)img)->tried;
+}
+
+static void image_release(void *img) {
+  image_free(img);
+}
+
 int pprt__os_lines_open(pprt__os_lines **out, const char *debug_dirs) {
   *out = NULL;
   pprt__os_lines *l = calloc(1, sizeof *l);
   if (l == NULL)
     return -ENOMEM;
-  int rc = pprt__elf_snapshot_take(&l->snap);
+  int rc = pprt__lines_images_open(&l->images, sizeof(lines_image), image_used);
   if (rc != 0) {
     free(l);
     return rc;
   }
   static const char system_dirs[] = "/usr/lib/debug";
   size_t n = debug_dirs && *debug_dirs ? strlen(debug_dirs) + 1 : 0;
-  l->img = calloc(l->snap.n ? l->snap.n : 1, sizeof *l->img);
   l->dirs = malloc(n + sizeof system_dirs);
-  if (l->img == NULL || l->dirs == NULL) {
+  if (l->dirs == NULL) {
     pprt__os_lines_close(l);
     return -ENOMEM;
   }
@@ -491,19 +488,9 @@ void pprt__os_lines_close(pprt__os_lines *l) {
   if (l == NULL)
     return;
   unit_free(&l->unit);
-  for (size_t i = 0; l->img && i < l->snap.n; i++)
-    image_free(&l->img[i]);
-  for (size_t i = 0; i < l->nretired; i++)
-    image_free(&l->retired[i]);
-  free(l->retired);
-  for (size_t b = 0; b < JOINED_BUCKETS; b++)
-    for (joined_path *j = l->joined[b], *next; j != NULL; j = next) {
-      next = j->next;
-      free(j);
-    }
-  free(l->img);
+  pprt__lines_images_close(&l->images, image_release);
+  pprt__lines_strings_free(&l->strings);
   free(l->dirs);
-  pprt__elf_snapshot_free(&l->snap);
   free(l);
 }
 
@@ -562,26 +549,7 @@ static lines_unit *unit_for(pprt__os_lines *l, lines_image *img, uint64_t off) {
 #define PPRT__OS_MAX_INLINE 64
 
 static const char *intern(pprt__os_lines *l, char *path) {
-  if (path == NULL)
-    return NULL;
-  size_t h = 5381;
-  for (const char *c = path; *c; c++)
-    h = h * 33 + (unsigned char)*c;
-  h %= JOINED_BUCKETS;
-  for (joined_path *j = l->joined[h]; j != NULL; j = j->next)
-    if (strcmp(j->path, path) == 0) {
-      free(path);
-      return j->path;
-    }
-  size_t n = strlen(path) + 1;
-  joined_path *j = malloc(sizeof *j + n);
-  if (j != NULL) {
-    memcpy(j->path, path, n);
-    j->next = l->joined[h];
-    l->joined[h] = j;
-  }
-  free(path);
-  return j ? j->path : NULL;
+  return pprt__lines_intern(&l->strings, path);
 }
 
 /* A file of the unit's table, joined to the unit's directory when relative
@@ -602,49 +570,22 @@ static const char *unit_file(pprt__os_lines *l, lines_unit *u, uint64_t idx, int
   return intern(l, name);
 }
 
-static int object_holds(const pprt__elf_object *obj, uintptr_t addr) {
-  for (size_t j = 0; j < obj->phnum; j++) {
-    const pprt__elf_phdr *ph = &obj->phdr[j];
-    uintptr_t start = obj->bias + (uintptr_t)ph->p_vaddr;
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && addr - start < (uintptr_t)ph->p_memsz)
-      return 1;
-  }
-  return 0;
-}
-
-/* A new snapshot after the loader added or removed objects (a trace keeps
- * its reader for the whole session): images still loaded keep their
- * debug information, unloaded ones are retired until close. */
-static int image_used(const void *img) {
-  return ((const lines_image *)img)->tried;
-}
-
-static int resnapshot(pprt__os_lines *l) {
-  if (l->unit.img != NULL) /* it points into the array about to move */
+/* The image holding addr, its debug information opened on first use; NULL
+ * for an address in no image or an image without debug information. A
+ * new snapshot of the loader's list moves the images: the current unit,
+ * which points at one, is let go then. */
+static lines_image *image_for(pprt__os_lines *l, uintptr_t addr, const pprt__elf_object **objp,
+                              long *index) {
+  void *before = l->images.state;
+  long i = pprt__lines_image_of(&l->images, addr);
+  if (l->images.state != before)
     unit_free(&l->unit);
-  void *img = l->img, *retired = l->retired;
-  int rc = pprt__elf_snapshot_renew(&l->snap, &img, sizeof *l->img, &retired, &l->nretired,
-                                    image_used);
-  l->img = img;
-  l->retired = retired;
-  l->last = 0;
-  return rc;
-}
-
-static lines_image *image_for(pprt__os_lines *l, uintptr_t addr, const pprt__elf_object **objp) {
-  size_t i = l->last;
-  if (i == 0 || !object_holds(&l->snap.obj[i - 1], addr)) {
-    for (i = 1; i <= l->snap.n && !object_holds(&l->snap.obj[i - 1], addr); i++)
-      ;
-    if (i > l->snap.n && pprt__elf_loader_adds() != l->snap.adds && resnapshot(l) == 0)
-      for (i = 1; i <= l->snap.n && !object_holds(&l->snap.obj[i - 1], addr); i++)
-        ;
-    if (i > l->snap.n)
-      return NULL;
-    l->last = i;
-  }
-  lines_image *img = &l->img[i - 1];
-  *objp = &l->snap.obj[i - 1];
+  if (index != NULL)
+    *index = i;
+  if (i < 0)
+    return NULL;
+  lines_image *img = (lines_image *)l->images.state + i;
+  *objp = &l->images.snap.obj[i];
   if (!img->tried)
     image_open(l, img, *objp);
   return img->ok ? img : NULL;
@@ -652,7 +593,7 @@ static lines_image *image_for(pprt__os_lines *l, uintptr_t addr, const pprt__elf
 
 int pprt__os_lines_resolve(pprt__os_lines *l, uintptr_t addr, pprt__os_frame *out, size_t max) {
   const pprt__elf_object *obj;
-  lines_image *img = image_for(l, addr, &obj);
+  lines_image *img = image_for(l, addr, &obj, NULL);
   uint64_t unit;
   if (img == NULL || max == 0)
     return 0;
@@ -728,11 +669,12 @@ void pprt__os_lines_order(pprt__os_lines *l, uint64_t *addrs, size_t n) {
     return;
   for (size_t i = 0; i < n; i++) {
     const pprt__elf_object *obj;
-    lines_image *img = image_for(l, (uintptr_t)addrs[i], &obj);
+    long index;
+    lines_image *img = image_for(l, (uintptr_t)addrs[i], &obj, &index);
     k[i] = (order_key){SIZE_MAX, UINT64_MAX, addrs[i]};
     if (img == NULL)
       continue;
-    k[i].img = (size_t)(img - l->img);
+    k[i].img = (size_t)index;
     if (!pprt__dw_aranges_find(&img->aranges, addrs[i] - obj->bias, &k[i].unit))
       k[i].unit = UINT64_MAX;
   }
