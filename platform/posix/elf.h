@@ -59,6 +59,11 @@ typedef struct pprt__elf_snapshot {
 } pprt__elf_snapshot;
 int pprt__elf_snapshot_take(pprt__elf_snapshot *snap);
 
+/* How many objects' paths snapshots have resolved on the file system (a
+ * realpath, or the kernel's name of the executable); an object still loaded
+ * since an earlier snapshot is not resolved again. For tests. */
+unsigned long pprt__elf_path_resolutions(void);
+
 struct dl_phdr_info;
 
 /* dl_iterate_phdr under pprt's loader lock, which forks take first (see

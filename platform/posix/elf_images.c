@@ -3,13 +3,15 @@
  * Divisions: naming the main executable and the vdso (where they are is
  * the OS's hooks' part, core/platform.h); the snapshot, copied out of
  * dl_iterate_phdr with the build id read from each object's PT_NOTE in
- * memory; the executable segments handed to the caller. Paths are resolved
- * after dl_iterate_phdr returns, so realpath's file system calls do not
- * hold up other threads' dlopen.
+ * memory; the resolved paths remembered across snapshots; the executable
+ * segments handed to the caller. Paths are resolved after dl_iterate_phdr
+ * returns, so realpath's file system calls do not hold up other threads'
+ * dlopen.
  */
 #include <errno.h>
 #include <limits.h>
 #include <link.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +102,72 @@ static char *exe_path(const pprt__elf_object *obj, const char **file) {
   return NULL;
 }
 
+/* ---- resolved paths, remembered ---------------------------------------------- */
+
+/* Every profile and every symbolizer takes a snapshot, and resolving each
+ * object's path anew cost a realpath per object (a readlink per path
+ * component) and a readlink of /proc/self/exe: thousands of system calls a
+ * second under an HTTP scrape. An object's path cannot change while it
+ * stays loaded, so a path is resolved once per loaded object, identified by
+ * the loader's name and load address. An unload (dlpi_subs moves) forgets
+ * them all: dlclose and a dlopen of another file under the same name can
+ * reuse the address. A relative name keeps the path resolved first, the
+ * one nearest its load, where before a later chdir changed it. A fork's
+ * child has the same objects, so the list stays right there. All under
+ * g_loader_lock, held only to look up and to add, never across realpath. */
+typedef struct known_path {
+  char *name; /* the loader's name for the object */
+  uintptr_t bias;
+  char *path;
+  int exe_file; /* the object's bytes are read from pprt__os_exe_file */
+} known_path;
+
+static known_path *g_known;
+static size_t g_nknown, g_capknown;
+static unsigned long long g_known_subs;
+static atomic_ulong g_resolutions;
+
+unsigned long pprt__elf_path_resolutions(void) {
+  return atomic_load_explicit(&g_resolutions, memory_order_relaxed);
+}
+
+static void known_forget(void) {
+  for (size_t i = 0; i < g_nknown; i++) {
+    free(g_known[i].name);
+    free(g_known[i].path);
+  }
+  g_nknown = 0;
+}
+
+static const known_path *known_find(const char *name, uintptr_t bias) {
+  for (size_t i = 0; i < g_nknown; i++)
+    if (g_known[i].bias == bias && strcmp(g_known[i].name, name) == 0)
+      return &g_known[i];
+  return NULL;
+}
+
+/* Remembers name's resolution (nothing if memory runs out: the next
+ * snapshot resolves it again). */
+static void known_add(const char *name, uintptr_t bias, const pprt__elf_object *obj) {
+  if (known_find(name, bias) != NULL)
+    return;
+  if (g_nknown == g_capknown) {
+    size_t cap = g_capknown ? 2 * g_capknown : 16;
+    known_path *grown = realloc(g_known, cap * sizeof *grown);
+    if (grown == NULL)
+      return;
+    g_known = grown;
+    g_capknown = cap;
+  }
+  known_path k = {strdup(name), bias, strdup(obj->path), obj->file == pprt__os_exe_file};
+  if (k.name == NULL || k.path == NULL) {
+    free(k.name);
+    free(k.path);
+    return;
+  }
+  g_known[g_nknown++] = k;
+}
+
 /* ---- the snapshot --------------------------------------------------------------- */
 
 int pprt__elf_object_readable(const pprt__elf_object *obj, uintptr_t addr, size_t len) {
@@ -137,6 +205,10 @@ typedef struct collect {
   size_t cap;
   uintptr_t vdso;
   int err;
+  int has_subs; /* the loader reports dlpi_subs: paths can be remembered */
+  unsigned long long subs;
+  char **names;    /* the loader's names, for objects resolved after */
+  size_t capnames; /* names' length */
 } collect;
 
 /* dl_iterate_phdr's callback: runs under the loader's lock, so it copies and
@@ -146,6 +218,15 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *arg) {
   pprt__elf_snapshot *snap = c->snap;
   if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
     snap->adds = info->dlpi_adds;
+  if (snap->n == 0 &&
+      size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+    c->has_subs = 1;
+    c->subs = info->dlpi_subs;
+    if (c->subs != g_known_subs) {
+      known_forget();
+      g_known_subs = c->subs;
+    }
+  }
   if (snap->n == c->cap) {
     size_t cap = c->cap ? 2 * c->cap : 16;
     pprt__elf_object *grown = realloc(snap->obj, cap * sizeof *grown);
@@ -154,6 +235,15 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *arg) {
     snap->obj = grown;
     c->cap = cap;
   }
+  if (snap->n == c->capnames) {
+    size_t cap = c->capnames ? 2 * c->capnames : 16;
+    char **grown = realloc(c->names, cap * sizeof *grown);
+    if (grown == NULL)
+      return c->err = -ENOMEM;
+    c->names = grown;
+    c->capnames = cap;
+  }
+  c->names[snap->n] = NULL;
   pprt__elf_object *obj = &snap->obj[snap->n];
   memset(obj, 0, sizeof *obj);
   obj->bias = (uintptr_t)info->dlpi_addr;
@@ -179,16 +269,43 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *arg) {
   if (!obj->is_main && is_vdso_name(obj->path))
     obj->is_vdso = 1;
   object_build_id(obj);
+  /* A path resolved before replaces the raw name now; otherwise the name
+   * stays in names[] for resolve_paths, and to remember the path by. */
+  const known_path *k =
+      c->has_subs && !obj->is_vdso ? known_find(obj->path, obj->bias) : NULL;
+  if (k != NULL) {
+    char *path = strdup(k->path);
+    if (path == NULL) {
+      free(obj->phdr);
+      free(obj->path);
+      return c->err = -ENOMEM;
+    }
+    free(obj->path);
+    obj->path = path;
+    obj->file = k->exe_file ? pprt__os_exe_file : obj->path;
+  } else if (!obj->is_vdso) {
+    c->names[snap->n] = strdup(obj->path);
+    if (c->names[snap->n] == NULL) {
+      free(obj->phdr);
+      free(obj->path);
+      return c->err = -ENOMEM;
+    }
+  }
   snap->n++;
   return 0;
 }
 
-/* Gives every object an absolute path (see pprt__os_image.path) and the
- * file its symbols are read from. */
-static int resolve_paths(pprt__elf_snapshot *snap) {
+/* Gives every object not resolved before (names[i] set, or the vdso) an
+ * absolute path (see pprt__os_image.path) and the file its symbols are read
+ * from. */
+static int resolve_paths(pprt__elf_snapshot *snap, char **names) {
   for (size_t i = 0; i < snap->n; i++) {
     pprt__elf_object *obj = &snap->obj[i];
     char *path = NULL;
+    if (!obj->is_vdso && names[i] == NULL)
+      continue;
+    if (!obj->is_vdso)
+      atomic_fetch_add_explicit(&g_resolutions, 1, memory_order_relaxed);
     if (obj->is_vdso) {
       path = strdup("[vdso]");
     } else if (obj->is_main) {
@@ -220,11 +337,29 @@ static int resolve_paths(pprt__elf_snapshot *snap) {
   return 0;
 }
 
+/* Remembers the paths resolve_paths found, unless an unload came in
+ * between (they may name objects no longer loaded). */
+static void remember_paths(const pprt__elf_snapshot *snap, const collect *c) {
+  if (!c->has_subs)
+    return;
+  pthread_once(&g_loader_once, loader_register);
+  pthread_mutex_lock(&g_loader_lock);
+  for (size_t i = 0; i < snap->n && c->subs == g_known_subs; i++)
+    if (c->names[i] != NULL)
+      known_add(c->names[i], snap->obj[i].bias, &snap->obj[i]);
+  pthread_mutex_unlock(&g_loader_lock);
+}
+
 int pprt__elf_snapshot_take(pprt__elf_snapshot *snap) {
   memset(snap, 0, sizeof *snap);
-  collect c = {snap, 0, pprt__os_vdso_base(), 0};
+  collect c = {snap, 0, pprt__os_vdso_base(), 0, 0, 0, NULL, 0};
   pprt__elf_iterate_phdr(collect_object, &c);
-  int rc = c.err ? c.err : resolve_paths(snap);
+  int rc = c.err ? c.err : resolve_paths(snap, c.names);
+  if (rc == 0)
+    remember_paths(snap, &c);
+  for (size_t i = 0; i < snap->n; i++)
+    free(c.names[i]);
+  free(c.names);
   if (rc != 0)
     pprt__elf_snapshot_free(snap);
   return rc;
