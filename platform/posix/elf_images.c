@@ -218,8 +218,7 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *arg) {
   pprt__elf_snapshot *snap = c->snap;
   if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
     snap->adds = info->dlpi_adds;
-  if (snap->n == 0 &&
-      size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+  if (snap->n == 0 && size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
     c->has_subs = 1;
     c->subs = info->dlpi_subs;
     if (c->subs != g_known_subs) {
@@ -271,8 +270,7 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *arg) {
   object_build_id(obj);
   /* A path resolved before replaces the raw name now; otherwise the name
    * stays in names[] for resolve_paths, and to remember the path by. */
-  const known_path *k =
-      c->has_subs && !obj->is_vdso ? known_find(obj->path, obj->bias) : NULL;
+  const known_path *k = c->has_subs && !obj->is_vdso ? known_find(obj->path, obj->bias) : NULL;
   if (k != NULL) {
     char *path = strdup(k->path);
     if (path == NULL) {
