@@ -1,30 +1,52 @@
 /* HTTP endpoint benchmark: what being scraped costs a program. The workload
  * (tests/http_victim.c: CPU in a hot loop, a malloc and free per round)
- * runs under the preload library with PPRT_HTTP, once left alone and once
- * scraped as Grafana Alloy scrapes (a CPU profile back to back, which is
- * more than Alloy's 14 s of every 15) plus heap and allocs deltas every
- * second; and once without pprt at all. The figures are its rounds of
- * work per second of wall time, and per second of the whole process's CPU
- * time (pprt's threads, signal handlers and the server included): on a
- * machine shared with other work the second is the one to read, since a
- * neighbour moves wall-clock rates by several percent but hardly the work
- * a CPU-second buys. The last column is the CPU time of threads other
- * than the workload's one (pprt's reader, the endpoint's threads) per
- * second of the workload's own; the signal handler's share is inside the
- * workload's time (bench/cpu measures it). Runs go round-robin and each figure is the median over
- * rounds, so a neighbour's burst of load lands on all rows alike; the
- * paired line takes the ratio within each round first (the runs of a round
- * are back to back) and gives the median and the range over rounds.
+ * runs under the preload library with PPRT_HTTP, and once without pprt at
+ * all. While the endpoint's process runs, the scrapers take turns: after a
+ * first scraped phase that is not counted (it reads the debug information
+ * for the first time, a cost paid once), a quiet phase, a scraped phase, a
+ * quiet phase and so on, phases of equal length, the counted ones
+ * beginning and ending quiet. In a scraped phase they ask as
+ * Grafana Alloy asks (a CPU profile back to back, which is more than
+ * Alloy's 14 s of every 15, plus heap and allocs deltas every second).
+ *
+ * Comparing phases of one process is the point: two runs of the same
+ * program differ by several percent from where the loader and malloc put
+ * things (seen here: -6% .. +6% between runs of one configuration), more
+ * than the cost being measured, while the phases of one process share
+ * their layout. The workload prints its rounds, the process's CPU time and
+ * its own thread's every 50 ms; a phase's figures are taken between those
+ * lines, from 0.25 s after its start (and in a quiet phase, after the last
+ * scrape of the phase before it has been answered) to its end.
+ *
+ * The figures are rounds of work per second of wall time, and per second
+ * of the whole process's CPU time (pprt's threads, signal handlers and the
+ * server included): on a machine shared with other work the second is the
+ * one to read, since a neighbour (and the scrapers themselves, which
+ * decode every response on the same machine) moves wall-clock rates by
+ * several percent but hardly the work a CPU-second buys. The last column
+ * is the CPU time of threads other than the workload's one (pprt's
+ * reader, the endpoint's threads) per second of the workload's own; the
+ * signal handler's share is inside the workload's time (bench/cpu
+ * measures it). Each scraped phase is paired with the mean of the quiet
+ * phases on either side of it, so a drift of the machine cancels; the
+ * paired line gives the median and the range over all pairs.
+ *
+ * The scrapers run on the machine's last CPU (where it has more than
+ * one): they stand for the scraping machine, and their decoding of every
+ * response would otherwise preempt the workload and cost it its caches.
  *
  * With CLIENTS > 2 the scrapers are that many clients, each cycling
  * through heap, profile?seconds=1, allocs?seconds=1 and allocs (the load
  * test at full length: 20 clients for 30 s); every response is checked.
  *
- * Usage: bench/http [rounds, default 3] [seconds per run, default 10]
+ * Usage: bench/http [runs, default 3] [seconds per run, default 20]
  *                   [clients, default 2] */
+#include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,10 +60,6 @@
 
 #include "bench_util.h"
 
-enum { BARE, IDLE, SCRAPED, NCONFIG };
-static const char *const labels[NCONFIG] = {"no pprt", "endpoint, not scraped",
-                                            "endpoint, scraped"};
-
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -51,8 +69,8 @@ static double now_s(void) {
 /* ---- the scrapers ----------------------------------------------------------------------- */
 
 static int g_port, g_clients;
-static double g_deadline; /* no request that would still run then: the workload is exiting */
-static atomic_int g_stop, g_ok, g_busy, g_bad;
+static _Atomic double g_deadline; /* no request starts that would still run then */
+static atomic_int g_stop, g_scraping, g_inflight, g_ok, g_busy, g_bad;
 
 static void check(const char *path, http_resp *r) {
   if (r->status == 500 && strstr((char *)r->body, "cpu profiling already in use")) {
@@ -70,13 +88,18 @@ static void check(const char *path, http_resp *r) {
   atomic_fetch_add(&g_ok, 1);
 }
 
-/* Asks for path, which takes `seconds`, unless the workload ends first. */
+/* Asks for path, which takes `seconds`, in a scraped phase: it may run
+ * past the phase's end (the quiet phase after it waits for it), not past
+ * the workload's. */
 static void get(const char *path, double seconds) {
-  if (now_s() + seconds + 0.5 > g_deadline) {
-    usleep(100000);
+  atomic_fetch_add(&g_inflight, 1);
+  if (!atomic_load(&g_scraping) || now_s() + seconds + 0.5 > atomic_load(&g_deadline)) {
+    atomic_fetch_sub(&g_inflight, 1);
+    usleep(20000);
     return;
   }
   http_resp r = http_get(g_port, path, 60);
+  atomic_fetch_sub(&g_inflight, 1);
   check(path, &r);
   http_free(&r);
 }
@@ -107,125 +130,276 @@ static void *scrape_load(void *arg) {
 
 /* ---- one run ------------------------------------------------------------------------------ */
 
-/* Runs the workload for `seconds` in configuration c; returns its rounds
- * per wall second (and per CPU-second in *cpu_rate), or -1. */
-static double run(int c, double seconds, double *cpu_rate, double *other) {
-  int out[2], err[2];
-  if (pipe(out) != 0 || pipe(err) != 0)
+enum { TICK_MS = 50, MAX_TICKS = 1 << 16, MAX_PHASES = 64 };
+
+typedef struct tick {
+  double rounds, cpu, mine, t; /* rounds so far; process and own thread CPU; monotonic time */
+} tick;
+
+/* One configuration's figures over a stretch of a run. */
+typedef struct figures {
+  double rate, cpu_rate, other; /* rounds per second, per CPU-second; others' CPU per own */
+} figures;
+
+/* The figures between the first tick at or after a and the last at or
+ * before b; 0 when under half a second lies between them. */
+static int between(const tick *tk, int n, double a, double b, figures *f) {
+  int i = 0, j = n - 1;
+  while (i < n && tk[i].t < a)
+    i++;
+  while (j >= 0 && tk[j].t > b)
+    j--;
+  if (i >= n || j < 0 || tk[j].t - tk[i].t < 0.5)
+    return 0;
+  double rounds = tk[j].rounds - tk[i].rounds, cpu = tk[j].cpu - tk[i].cpu,
+         mine = tk[j].mine - tk[i].mine;
+  f->rate = rounds / (tk[j].t - tk[i].t);
+  f->cpu_rate = rounds / cpu;
+  f->other = (cpu - mine) / mine;
+  return 1;
+}
+
+/* Starts the workload for `seconds` (with the endpoint, or without pprt);
+ * returns its pid and its stdout and stderr as streams, or -1. */
+static pid_t start(int endpoint, double seconds, FILE **out, FILE **err) {
+  int o[2], e[2];
+  if (pipe(o) != 0 || pipe(e) != 0)
     return -1;
-  char secs[32];
+  char secs[32], tick_ms[16];
   snprintf(secs, sizeof secs, "%g", seconds);
-  g_deadline = now_s() + seconds;
+  snprintf(tick_ms, sizeof tick_ms, "%d", TICK_MS);
   pid_t pid = fork();
   if (pid == 0) {
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    close(out[0]);
-    close(err[0]);
+    dup2(o[1], 1);
+    dup2(e[1], 2);
+    close(o[0]);
+    close(e[0]);
     unsetenv("PPRT_OWNER_PID");
-    if (c != BARE) {
+    if (endpoint) {
       setenv("LD_PRELOAD", BENCH_PRELOAD, 1);
       setenv("PPRT_HTTP", "127.0.0.1:0", 1);
     }
-    execl(BENCH_HTTP_WORK, BENCH_HTTP_WORK, secs, (char *)NULL);
+    execl(BENCH_HTTP_WORK, BENCH_HTTP_WORK, secs, tick_ms, (char *)NULL);
     _exit(127);
   }
-  close(out[1]);
-  close(err[1]);
+  close(o[1]);
+  close(e[1]);
+  *out = fdopen(o[0], "r");
+  *err = fdopen(e[0], "r");
+  return pid < 0 || *out == NULL || *err == NULL ? -1 : pid;
+}
+
+/* Waits for the workload; 0 when it exited 0. */
+static int finish(pid_t pid, FILE *out, FILE *err, const char *what) {
+  int status;
+  waitpid(pid, &status, 0);
+  fclose(out);
+  fclose(err);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "bench/http: the workload failed (%s)\n", what);
+    return -1;
+  }
+  return 0;
+}
+
+/* Reads the workload's tick lines into tk until it ends; returns how many,
+ * or -1. If phase_len > 0, runs the phases meanwhile: phase k covers
+ * [t0 + k phase_len, t0 + (k + 1) phase_len) from the first tick's t0, even
+ * phases scraped, and window[k] receives the stretch its figures come from. */
+static int read_ticks(FILE *out, tick *tk, double phase_len, double window[][2]) {
+  char line[256];
+  int n = 0, phase = -1;
+  double t0 = 0;
+  while (fgets(line, sizeof line, out) != NULL) {
+    tick t;
+    if (sscanf(line, "tick %lf %lf %lf %lf", &t.rounds, &t.cpu, &t.mine, &t.t) != 4)
+      continue;
+    if (n == 0)
+      t0 = t.t;
+    if (n < MAX_TICKS)
+      tk[n++] = t;
+    if (!(phase_len > 0))
+      continue;
+    int k = (int)((t.t - t0) / phase_len);
+    if (k >= MAX_PHASES)
+      continue;
+    if (k != phase) {
+      phase = k;
+      window[k][0] = t0 + k * phase_len + 0.25;
+      window[k][1] = t0 + (k + 1) * phase_len;
+      atomic_store(&g_deadline, k % 2 ? 0 : window[k][1]);
+      atomic_store(&g_scraping, k % 2 == 0);
+    }
+    /* A quiet phase starts counting once the scrapes before it are answered. */
+    if (k % 2 == 1 && atomic_load(&g_inflight) > 0)
+      window[k][0] = t.t + 0.25;
+  }
+  atomic_store(&g_scraping, 0);
+  return n;
+}
+
+/* A run without pprt: its figures over the whole run. */
+static int run_bare(double seconds, tick *tk, figures *f) {
+  FILE *out, *err;
+  pid_t pid = start(0, seconds, &out, &err);
+  if (pid < 0)
+    return -1;
+  int n = read_ticks(out, tk, 0, NULL);
+  if (finish(pid, out, err, "no pprt") != 0 || !between(tk, n, tk[0].t, tk[n - 1].t, f))
+    return -1;
+  return 0;
+}
+
+/* A run with the endpoint, in nphases alternating phases (phase 0 scraped):
+ * the figures of each phase into ph[] (valid[k] says whether the phase had
+ * enough ticks). */
+static int run_endpoint(double seconds, int nphases, tick *tk, figures *ph, int *valid) {
+  FILE *out, *err;
+  pid_t pid = start(1, seconds, &out, &err);
+  if (pid < 0)
+    return -1;
+  char line[256] = "";
+  if (fgets(line, sizeof line, err) == NULL || !strstr(line, "serving http://")) {
+    fprintf(stderr, "bench/http: the workload did not serve: %s", line);
+    kill(pid, SIGKILL);
+    finish(pid, out, err, "endpoint");
+    return -1;
+  }
+  g_port = atoi(strstr(line, "127.0.0.1:") + 10);
+  atomic_store(&g_stop, 0);
+  atomic_store(&g_scraping, 0);
+  /* The scrapers stand for another machine: on the last CPU, when there is
+   * more than one, so that their decoding of every response does not
+   * preempt the workload (whose process, pprt's threads too, may run
+   * anywhere). */
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu_set_t saved, last;
+  int pinned = ncpu > 1 && sched_getaffinity(0, sizeof saved, &saved) == 0;
+  if (pinned) {
+    CPU_ZERO(&last);
+    CPU_SET((int)ncpu - 1, &last);
+    pinned = sched_setaffinity(0, sizeof last, &last) == 0;
+  }
   pthread_t t[64];
   int nt = 0;
-  if (c == SCRAPED) {
-    char line[256] = "";
-    FILE *e = fdopen(err[0], "r");
-    if (e == NULL || fgets(line, sizeof line, e) == NULL || !strstr(line, "serving http://")) {
-      fprintf(stderr, "bench/http: the workload did not serve: %s", line);
-      return -1;
-    }
-    g_port = atoi(strstr(line, "127.0.0.1:") + 10);
-    atomic_store(&g_stop, 0);
-    if (g_clients <= 2) {
-      pthread_create(&t[nt++], NULL, scrape_cpu, NULL);
-      pthread_create(&t[nt++], NULL, scrape_memory, NULL);
-    } else {
-      for (int i = 0; i < g_clients && nt < 64; i++)
-        pthread_create(&t[nt++], NULL, scrape_load, (void *)(intptr_t)i);
-    }
+  if (g_clients <= 2) {
+    pthread_create(&t[nt++], NULL, scrape_cpu, NULL);
+    pthread_create(&t[nt++], NULL, scrape_memory, NULL);
+  } else {
+    for (int i = 0; i < g_clients && nt < 64; i++)
+      pthread_create(&t[nt++], NULL, scrape_load, (void *)(intptr_t)i);
   }
-  char buf[256] = "";
-  size_t n = 0;
-  ssize_t k;
-  while ((k = read(out[0], buf + n, sizeof buf - 1 - n)) > 0)
-    n += (size_t)k;
-  buf[n] = '\0';
+  double window[MAX_PHASES][2] = {{0}};
+  int n = read_ticks(out, tk, seconds / nphases, window);
   atomic_store(&g_stop, 1);
   for (int i = 0; i < nt; i++)
     pthread_join(t[i], NULL);
-  int status;
-  waitpid(pid, &status, 0);
-  close(out[0]);
-  if (c != SCRAPED)
-    close(err[0]);
-  const char *r = strstr(buf, "\nrate "), *rc = strstr(buf, "cpu_rate ");
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || r == NULL || rc == NULL) {
-    fprintf(stderr, "bench/http: the workload failed (%s): %s\n", labels[c], buf);
+  if (pinned)
+    sched_setaffinity(0, sizeof saved, &saved);
+  if (finish(pid, out, err, "endpoint") != 0)
     return -1;
-  }
-  *cpu_rate = atof(rc + 9);
-  const char *ro = strstr(buf, "other_cpu ");
-  *other = ro ? atof(ro + 10) : 0;
-  return atof(r + 6);
+  for (int k = 0; k < nphases; k++)
+    valid[k] = window[k][1] > 0 && between(tk, n, window[k][0], window[k][1], &ph[k]);
+  return 0;
+}
+
+/* ---- the report --------------------------------------------------------------------------- */
+
+enum { BARE, QUIET, SCRAPED, NCONFIG };
+static const char *const labels[NCONFIG] = {"no pprt (own runs)", "endpoint, quiet phases",
+                                            "endpoint, scraped phases"};
+
+/* v[0..n) sorted, as a median and a range in percent off 1. */
+static void print_ratios(const char *what, double *v, int n) {
+  qsort(v, (size_t)n, sizeof v[0], cmp_double);
+  printf("%s median %+.2f%% (%+.2f%% .. %+.2f%%, %d)", what, 100 * (median(v, n) - 1),
+         100 * (v[0] - 1), 100 * (v[n - 1] - 1), n);
 }
 
 int main(int argc, char **argv) {
-  int rounds = argc > 1 ? atoi(argv[1]) : 3;
-  double seconds = argc > 2 ? atof(argv[2]) : 10;
+  int runs = argc > 1 ? atoi(argv[1]) : 3;
+  double seconds = argc > 2 ? atof(argv[2]) : 20;
   g_clients = argc > 3 ? atoi(argv[3]) : 2;
-  if (rounds < 1 || rounds > 51 || !(seconds > 0) || g_clients < 1 || g_clients > 64) {
-    fprintf(stderr, "usage: bench/http [rounds 1-51] [seconds] [clients 1-64]\n");
+  if (runs < 1 || runs > 51 || !(seconds >= 6) || seconds > 600 || g_clients < 1 ||
+      g_clients > 64) {
+    fprintf(stderr, "usage: bench/http [runs 1-51] [seconds 6-600] [clients 1-64]\n");
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
-  double rate[NCONFIG][51], cpu[NCONFIG][51], other[NCONFIG][51];
-  double t0 = now_s();
-  for (int r = 0; r < rounds; r++)
-    for (int c = 0; c < NCONFIG; c++)
-      if ((rate[c][r] = run(c, seconds, &cpu[c][r], &other[c][r])) < 0)
-        return 1;
-  /* Each round's runs are back to back, so a ratio within a round is paired:
-   * a slow stretch of the machine lands on both sides of it. */
-  double pair_idle[51], pair_bare[51];
-  for (int r = 0; r < rounds; r++) {
-    pair_idle[r] = cpu[SCRAPED][r] / cpu[IDLE][r];
-    pair_bare[r] = cpu[SCRAPED][r] / cpu[BARE][r];
+  /* Phases of about 4 s (room for a 1 s profile and its quiet stretch). The
+   * first is scraped but not counted: it reads the debug information for
+   * the first time, a cost paid once. An odd number follow it, so that the
+   * counted ones begin and end quiet. */
+  int nphases = (int)(seconds / 4);
+  if (nphases % 2 == 1)
+    nphases++;
+  if (nphases < 4)
+    nphases = 4;
+  if (nphases > MAX_PHASES - 2)
+    nphases = MAX_PHASES - 2;
+  tick *tk = malloc(MAX_TICKS * sizeof *tk);
+  /* Every figure, by configuration; the pairs of a scraped phase with the
+   * mean of the quiet phases beside it. */
+  int cap = runs * MAX_PHASES, count[NCONFIG] = {0}, npairs = 0;
+  double *rate[NCONFIG], *cpu[NCONFIG], *other[NCONFIG];
+  for (int c = 0; c < NCONFIG; c++) {
+    rate[c] = malloc((size_t)cap * sizeof(double));
+    cpu[c] = malloc((size_t)cap * sizeof(double));
+    other[c] = malloc((size_t)cap * sizeof(double));
   }
-  qsort(pair_idle, (size_t)rounds, sizeof pair_idle[0], cmp_double);
-  qsort(pair_bare, (size_t)rounds, sizeof pair_bare[0], cmp_double);
-  double med[NCONFIG], cmed[NCONFIG], omed[NCONFIG];
-  printf("bench/http: %d round(s) of %.0f s; %s; rounds of work, median\n", rounds, seconds,
+  double *pair_cpu = malloc((size_t)cap * sizeof(double)),
+         *pair_rate = malloc((size_t)cap * sizeof(double)),
+         *pair_bare = malloc((size_t)cap * sizeof(double));
+  if (tk == NULL || pair_cpu == NULL || pair_rate == NULL || pair_bare == NULL)
+    return 1;
+  double t0 = now_s();
+  for (int r = 0; r < runs; r++) {
+    figures bare, ph[MAX_PHASES];
+    int valid[MAX_PHASES];
+    if (run_bare(seconds, tk, &bare) != 0 || run_endpoint(seconds, nphases, tk, ph, valid) != 0)
+      return 1;
+    rate[BARE][count[BARE]] = bare.rate;
+    cpu[BARE][count[BARE]] = bare.cpu_rate;
+    other[BARE][count[BARE]++] = bare.other;
+    for (int k = 1; k < nphases; k++) {
+      if (!valid[k])
+        continue;
+      int c = k % 2 ? QUIET : SCRAPED;
+      rate[c][count[c]] = ph[k].rate;
+      cpu[c][count[c]] = ph[k].cpu_rate;
+      other[c][count[c]++] = ph[k].other;
+      if (c == SCRAPED && valid[k - 1] && valid[k + 1]) {
+        pair_cpu[npairs] = 2 * ph[k].cpu_rate / (ph[k - 1].cpu_rate + ph[k + 1].cpu_rate);
+        pair_rate[npairs] = 2 * ph[k].rate / (ph[k - 1].rate + ph[k + 1].rate);
+        pair_bare[npairs++] = ph[k].cpu_rate / bare.cpu_rate;
+      }
+    }
+  }
+  printf("bench/http: %d run(s) of %.0f s, each in %d phases of %.1f s (the first, scraped, "
+         "uncounted), then quiet and scraped in turn; %s; rounds of work, median\n",
+         runs, seconds, nphases, seconds / nphases,
          g_clients <= 2 ? "scraper: CPU profiles back to back + allocs?seconds=1 and heap"
                         : "scrapers: clients cycling heap, 1 s CPU, allocs deltas");
-  printf("  %-24s %12s %14s %18s\n", "", "per second", "per CPU-second", "pprt's threads' CPU");
+  printf("  %-26s %12s %14s %20s\n", "", "per second", "per CPU-second", "pprt's threads' CPU");
+  double med[NCONFIG], cmed[NCONFIG];
   for (int c = 0; c < NCONFIG; c++) {
-    qsort(rate[c], (size_t)rounds, sizeof rate[c][0], cmp_double);
-    qsort(cpu[c], (size_t)rounds, sizeof cpu[c][0], cmp_double);
-    qsort(other[c], (size_t)rounds, sizeof other[c][0], cmp_double);
-    omed[c] = other[c][rounds / 2];
-    med[c] = rate[c][rounds / 2];
-    cmed[c] = cpu[c][rounds / 2];
-    printf("  %-24s %12.0f %14.0f %17.2f%%\n", labels[c], med[c], cmed[c], 100 * omed[c]);
+    if (count[c] == 0 || npairs == 0) {
+      fprintf(stderr, "bench/http: no phase had enough ticks; is the machine overloaded?\n");
+      return 1;
+    }
+    med[c] = median(rate[c], count[c]);
+    cmed[c] = median(cpu[c], count[c]);
+    printf("  %-26s %12.0f %14.0f %19.2f%%\n", labels[c], med[c], cmed[c],
+           100 * median(other[c], count[c]));
   }
-  printf("scraped / not scraped: %.4f per CPU-second (%+.2f%%), %.4f per second\n",
-         cmed[SCRAPED] / cmed[IDLE], 100 * (cmed[SCRAPED] / cmed[IDLE] - 1),
-         med[SCRAPED] / med[IDLE]);
-  printf("scraped / no pprt:     %.4f per CPU-second (%+.2f%%), %.4f per second\n",
-         cmed[SCRAPED] / cmed[BARE], 100 * (cmed[SCRAPED] / cmed[BARE] - 1),
-         med[SCRAPED] / med[BARE]);
-  printf("paired per round, per CPU-second: scraped / not scraped median %+.2f%% "
-         "(%+.2f%% .. %+.2f%%), scraped / no pprt median %+.2f%% (%+.2f%% .. %+.2f%%)\n",
-         100 * (pair_idle[rounds / 2] - 1), 100 * (pair_idle[0] - 1),
-         100 * (pair_idle[rounds - 1] - 1), 100 * (pair_bare[rounds / 2] - 1),
-         100 * (pair_bare[0] - 1), 100 * (pair_bare[rounds - 1] - 1));
-  printf("responses: %d profiles, %d CPU profiles refused as busy, %d invalid (%d client(s), "
+  print_ratios("scraped / quiet, each scraped phase against the quiet ones beside it: per "
+               "CPU-second",
+               pair_cpu, npairs);
+  print_ratios(", per second", pair_rate, npairs);
+  printf("\n");
+  print_ratios("scraped / no pprt (separate processes, so their layouts differ): per CPU-second",
+               pair_bare, npairs);
+  printf("\nresponses: %d profiles, %d CPU profiles refused as busy, %d invalid (%d client(s), "
          "%.0f s in all)\n",
          atomic_load(&g_ok), atomic_load(&g_busy), atomic_load(&g_bad), g_clients, now_s() - t0);
   return atomic_load(&g_bad) == 0 ? 0 : 1;

@@ -45,6 +45,7 @@
 #include "core/heap.h"
 #include "core/http.h"
 #include "core/platform.h"
+#include "core/symbolize.h"
 #include "core/syscalls.h"
 #include "core/thread.h"
 #include "pprt.h"
@@ -61,6 +62,7 @@ typedef enum MHD_Result pprt__mhd_result;
 #define MAX_POST 65536     /* a symbol request's body */
 #define MAX_TIMED 64       /* requests waiting for their deadline at once */
 #define MEMORY_LIMIT 32768 /* per connection: the request line and headers fit in it */
+#define KEEP_READERS_NS (30ull * 1000000000u) /* symbol readers kept idle between responses */
 
 /* ---- pprt's own threads ------------------------------------------------------------------- */
 
@@ -525,6 +527,11 @@ static void *worker_main(void *arg) {
     }
     if (g_stopping)
       break;
+    /* The symbol readers kept between responses go once idle (see
+     * http_start). */
+    uint64_t idle = pprt__symbolize_release_idle(now);
+    if (idle < next)
+      next = idle;
     if (next == UINT64_MAX) {
       pthread_cond_wait(&g_wake, &g_lock);
     } else {
@@ -666,6 +673,11 @@ static int http_start(const pprt_http_options *opts) {
   if (o.bound_port)
     *o.bound_port = info ? info->port : o.port;
   g_daemon = d;
+  /* Each 1 s CPU profile has a few addresses no earlier profile had; the
+   * symbol readers stay open between responses so those cost no fresh
+   * reading of a compressed debug file's start, until a scraper has been
+   * away for two of Alloy's 15 s intervals. */
+  pprt__symbolize_keep_readers(KEEP_READERS_NS);
   return 0;
 }
 
@@ -679,6 +691,7 @@ static int http_stop(void) {
   pthread_cond_signal(&g_wake);
   pthread_mutex_unlock(&g_lock);
   pthread_join(g_worker, NULL);
+  pprt__symbolize_keep_readers(0);
   /* The requests it resumed get their 503 before the connections close
    * (for up to a second: a client that does not read is not waited for). */
   for (int i = 0; i < 100 && atomic_load(&g_timed_live) > 0; i++)

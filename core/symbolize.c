@@ -234,7 +234,27 @@ struct pprt__symbolizer {
   size_t nowned;
   char *copy; /* the strings of the last cached answer */
   size_t copy_cap;
+  uint64_t gen; /* the loader's generation when the readers were opened */
 };
+
+/* ---- the kept readers ----------------------------------------------------------------- */
+
+/* A service scraped every second writes a profile a second, and each has a
+ * few addresses no earlier one had (the samples' PCs in libc's malloc, say).
+ * Opened afresh, the DWARF reader inflates a compressed debug file from its
+ * start up to those addresses' units for every such write. While
+ * pprt__symbolize_keep_readers asks for it (the HTTP endpoint does), the
+ * last symbolizer to close leaves its readers here for the next to take;
+ * they are closed once idle for the linger, when another symbolizer leaves
+ * its own, and whenever the loader's generation moves. Under the cache's
+ * lock; a forked child keeps them (the same files are mapped). */
+static struct {
+  pprt__os_symbolizer *names;
+  pprt__os_lines *lines;
+  int mode; /* PPRT_SYMBOLIZE_DEFAULT: nothing kept */
+  uint64_t gen, since_ns;
+} g_kept;
+static _Atomic uint64_t g_linger_ns, g_reuses;
 
 /* Whether this build has a source-lines reader, asked once. */
 static int lines_supported(void) {
@@ -275,9 +295,30 @@ static void drop_owned(pprt__symbolizer *s) {
   s->nowned = 0;
 }
 
-/* Closes the readers: the debug information they hold goes back. */
+/* Empties the kept readers into *out (to be closed outside the lock). */
+static void unkeep_locked(pprt__symbolizer *out) {
+  out->names = g_kept.names;
+  out->lines = g_kept.lines;
+  memset(&g_kept, 0, sizeof g_kept);
+}
+
+/* Closes the readers: the debug information they hold goes back, or they
+ * are kept for the next symbolizer (see g_kept). */
 static void close_readers(pprt__symbolizer *s) {
   drop_owned(s);
+  if (atomic_load(&g_linger_ns) > 0 && !s->lines_failed && (s->names || s->lines)) {
+    pprt__symbolizer old;
+    cache_lock();
+    unkeep_locked(&old);
+    g_kept.names = s->names;
+    g_kept.lines = s->lines;
+    g_kept.mode = (int)s->mode;
+    g_kept.gen = s->gen;
+    g_kept.since_ns = pprt__os_monotonic_ns();
+    pthread_mutex_unlock(&g_cache_lock);
+    s->names = old.names;
+    s->lines = old.lines;
+  }
   pprt__os_lines_close(s->lines);
   pprt__os_symbolizer_close(s->names);
   s->lines = NULL;
@@ -285,8 +326,57 @@ static void close_readers(pprt__symbolizer *s) {
   s->names_tried = s->lines_tried = s->lines_failed = 0;
 }
 
+/* Takes the kept readers if they answer for s's mode and the loader has
+ * not changed since they were opened; 1 if taken. */
+static int take_kept(pprt__symbolizer *s) {
+  pprt__symbolizer old = {0};
+  int taken = 0;
+  cache_lock();
+  if (g_kept.mode == (int)s->mode && g_kept.gen == s->gen) {
+    unkeep_locked(s);
+    taken = 1;
+  } else if (g_kept.mode != PPRT_SYMBOLIZE_DEFAULT && g_kept.gen != s->gen) {
+    unkeep_locked(&old); /* an image may have gone: no symbolizer can use them */
+  }
+  pthread_mutex_unlock(&g_cache_lock);
+  pprt__os_lines_close(old.lines);
+  pprt__os_symbolizer_close(old.names);
+  if (taken) {
+    s->names_tried = s->lines_tried = 1;
+    atomic_fetch_add(&g_reuses, 1);
+  }
+  return taken;
+}
+
+void pprt__symbolize_keep_readers(uint64_t linger_ns) {
+  atomic_store(&g_linger_ns, linger_ns);
+  if (linger_ns == 0)
+    pprt__symbolize_release_idle(pprt__os_monotonic_ns());
+}
+
+uint64_t pprt__symbolize_release_idle(uint64_t now_ns) {
+  uint64_t linger = atomic_load(&g_linger_ns), due = UINT64_MAX;
+  pprt__symbolizer old = {0};
+  cache_lock();
+  if (g_kept.mode != PPRT_SYMBOLIZE_DEFAULT) {
+    if (linger == 0 || now_ns - g_kept.since_ns >= linger)
+      unkeep_locked(&old);
+    else
+      due = g_kept.since_ns + linger;
+  }
+  pthread_mutex_unlock(&g_cache_lock);
+  pprt__os_lines_close(old.lines);
+  pprt__os_symbolizer_close(old.names);
+  return due;
+}
+
 /* Opens the readers the mode needs, the first time only. */
 static void open_readers(pprt__symbolizer *s) {
+  if (!s->names_tried && !s->lines_tried) {
+    s->gen = pprt__os_loader_generation();
+    if (take_kept(s))
+      return;
+  }
   if (!s->names_tried) {
     s->names_tried = 1;
     if (pprt__os_symbolizer_open(&s->names) != 0)
@@ -468,5 +558,6 @@ void pprt__symbolize_get_stats(pprt__symbolize_stats *out) {
   out->hits = atomic_load(&g_hits);
   out->resolved = atomic_load(&g_resolved);
   out->reader_opens = atomic_load(&g_opens);
+  out->reader_reuses = atomic_load(&g_reuses);
   out->clears = atomic_load(&g_clears);
 }

@@ -45,11 +45,26 @@ const char *pprt__symbolizer_note(const pprt__symbolizer *s);
 
 void pprt__symbolizer_close(pprt__symbolizer *s);
 
+/* With linger_ns > 0, the readers the last symbolizer opened are kept when
+ * it closes, for the next symbolizer of the same mode to take, until they
+ * have been idle for linger_ns (pprt__symbolize_release_idle closes them)
+ * or the loader adds or removes an image. For a process that writes
+ * profiles every few seconds (the HTTP endpoint): each write's few new
+ * addresses then cost no fresh reading of the debug files' starts. 0 (the
+ * default) closes the readers after every write, and closes any kept. */
+void pprt__symbolize_keep_readers(uint64_t linger_ns);
+
+/* Closes the kept readers if they have been idle for the linger at now_ns
+ * (pprt__os_monotonic_ns); returns when they will have been, UINT64_MAX
+ * when none are kept. */
+uint64_t pprt__symbolize_release_idle(uint64_t now_ns);
+
 /* What the process's symbol cache has done, for tests and benchmarks. */
 typedef struct pprt__symbolize_stats {
   uint64_t hits;         /* addresses answered from the cache */
   uint64_t resolved;     /* addresses resolved from the readers */
   uint64_t reader_opens; /* symbol-table and debug-information readers opened */
+  uint64_t reader_reuses; /* times a symbolizer took the kept readers */
   uint64_t clears;       /* times the cache was emptied */
   uint64_t entries;      /* addresses held now */
 } pprt__symbolize_stats;

@@ -5,7 +5,13 @@
  * wall time and per second of the whole process's CPU time (pprt's threads
  * included), the figure a loaded machine disturbs least.
  *
- * Usage: http_victim SECONDS */
+ * With TICK_MS, it also prints a line every TICK_MS milliseconds as it
+ * goes: "tick ROUNDS PROCESS_CPU THREAD_CPU MONOTONIC" (seconds; the
+ * monotonic clock is the machine's, so a reader compares it with its own),
+ * for bench/http, which changes what it asks of the endpoint while the
+ * same process runs.
+ *
+ * Usage: http_victim SECONDS [TICK_MS] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,13 +46,19 @@ void http_alloc_site(unsigned long round) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: http_victim SECONDS\n");
+  if (argc != 2 && argc != 3) {
+    fprintf(stderr, "usage: http_victim SECONDS [TICK_MS]\n");
     return 2;
   }
   double seconds = atof(argv[1]), start = now(), end = start + seconds;
+  double tick = argc == 3 ? atof(argv[2]) / 1000 : 0, next_tick = start;
   unsigned long rounds = 0;
-  while (now() < end) {
+  for (double t = start; t < end; t = now()) {
+    if (tick > 0 && t >= next_tick) {
+      printf("tick %lu %.6f %.9f %.9f\n", rounds, process_cpu(), thread_cpu(), t);
+      fflush(stdout);
+      next_tick += tick;
+    }
     for (int k = 0; k < 16; k++, rounds++) {
       http_hot_loop();
       http_alloc_site(rounds);

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "core/platform.h"
 #include "core/profile.h"
 #include "core/symbolize.h"
 #include "read/profile_decode.h"
@@ -106,6 +107,62 @@ static void test_second_write_from_cache(void **state) {
   pprt__profile_decoded_free(second);
 }
 
+/* The function a fresh address inside describe() (never asked for before:
+ * the offset grows with each call) resolves to, through symbolizer s's
+ * prepare and close. */
+static void resolve_new(pprt_symbolize mode, const char *want) {
+  static uintptr_t next = 1;
+  uint64_t addr = (uint64_t)(uintptr_t)describe + next++;
+  pprt__symbolizer *s;
+  assert_int_equal(pprt__symbolizer_open(&s, mode), 0);
+  assert_int_equal(pprt__symbolizer_prepare(s, &addr, 1), 0);
+  pprt__frame fr[PPRT__MAX_FRAMES];
+  unsigned flags;
+  size_t n = pprt__symbolizer_frames(s, addr, fr, PPRT__MAX_FRAMES, &flags);
+  assert_true(n >= 1);
+  assert_string_equal(fr[n - 1].name, want);
+  pprt__symbolizer_close(s);
+}
+
+/* With the readers kept (the HTTP endpoint's setting), a write's new
+ * addresses are resolved by the readers the last write opened, with the
+ * same answers; idle past the linger, or when keeping stops, they close. */
+static void test_kept_readers(void **state) {
+  (void)state;
+  pprt__symbolize_stats a, b;
+  pprt__symbolize_keep_readers(60ull * 1000000000u);
+  resolve_new(PPRT_SYMBOLIZE_NAMES, "describe");
+  pprt__symbolize_get_stats(&a);
+  resolve_new(PPRT_SYMBOLIZE_NAMES, "describe");
+  resolve_new(PPRT_SYMBOLIZE_NAMES, "describe");
+  pprt__symbolize_get_stats(&b);
+  assert_int_equal(b.reader_opens, a.reader_opens);
+  assert_int_equal(b.reader_reuses, a.reader_reuses + 2);
+  assert_int_equal(b.resolved, a.resolved + 2);
+  /* Not yet idle for the linger: kept, and due then. */
+  uint64_t now = pprt__os_monotonic_ns();
+  uint64_t due = pprt__symbolize_release_idle(now);
+  assert_true(due != UINT64_MAX && due > now);
+  /* Idle past it: closed, and the next write opens its own. */
+  assert_int_equal(pprt__symbolize_release_idle(due), UINT64_MAX);
+  resolve_new(PPRT_SYMBOLIZE_NAMES, "describe");
+  pprt__symbolize_get_stats(&a);
+  assert_true(a.reader_opens > b.reader_opens);
+  assert_int_equal(a.reader_reuses, b.reader_reuses);
+  /* Readers of another mode are not taken. */
+  resolve_new(PPRT_SYMBOLIZE_LINES, "describe");
+  pprt__symbolize_get_stats(&b);
+  assert_int_equal(b.reader_reuses, a.reader_reuses);
+  /* Keeping stopped: what was kept is closed, and nothing more is kept. */
+  pprt__symbolize_keep_readers(0);
+  assert_int_equal(pprt__symbolize_release_idle(pprt__os_monotonic_ns()), UINT64_MAX);
+  resolve_new(PPRT_SYMBOLIZE_NAMES, "describe");
+  resolve_new(PPRT_SYMBOLIZE_NAMES, "describe");
+  pprt__symbolize_get_stats(&a);
+  assert_int_equal(a.reader_reuses, b.reader_reuses);
+  assert_int_equal(pprt__symbolize_release_idle(pprt__os_monotonic_ns()), UINT64_MAX);
+}
+
 static void test_mode_change_empties(void **state) {
   (void)state;
   pprt__profile_decoded_free(write_profile());
@@ -190,6 +247,7 @@ static void test_fork_while_writing(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_second_write_from_cache),
+      cmocka_unit_test(test_kept_readers),
       cmocka_unit_test(test_mode_change_empties),
       cmocka_unit_test(test_dlopen_empties),
       cmocka_unit_test(test_fork_while_writing),

@@ -74,21 +74,32 @@ typedef struct lines_image {
   alt_file *alt; /* NULL for none */
 } lines_image;
 
-/* The current unit: its function index and its line program. */
+/* An image's current unit: its function index and its line program. */
 typedef struct lines_unit {
   lines_image *img; /* NULL for none */
   uint64_t off;
+  uint64_t used; /* when last asked for, in the reader's count of lookups */
   pprt__dw_unit u;
   pprt__dw_cu_index ix;
   pprt__dw_lineprog lp;
   int has_lp;
 } lines_unit;
 
+/* Images whose current unit is kept open at once. One per image, since a
+ * unit reads through its image's windows, which the image's next unit
+ * moves. Several, because a reader the symbolizer keeps between writes (a
+ * scraped service's) is asked for a few new addresses a write, in the same
+ * few units of several images; a single current unit was read again from
+ * the start of its compressed section at each write. */
+#define UNIT_SLOTS 4
+
 struct pprt__os_lines {
   pprt__lines_images images; /* a lines_image per object */
   pprt__lines_strings strings;
   char *dirs; /* the caller's debug directories, then the system's */
-  lines_unit unit;
+  lines_unit units[UNIT_SLOTS];
+  lines_image *last; /* the image of the unit last asked for */
+  uint64_t lookups;
 };
 
 static const uint8_t *section_bytes(const void *map, size_t size, const char *want, size_t *len,
@@ -484,10 +495,16 @@ static void unit_free(lines_unit *u) {
   memset(u, 0, sizeof *u);
 }
 
+static void units_free(pprt__os_lines *l) {
+  for (int i = 0; i < UNIT_SLOTS; i++)
+    unit_free(&l->units[i]);
+  l->last = NULL;
+}
+
 void pprt__os_lines_close(pprt__os_lines *l) {
   if (l == NULL)
     return;
-  unit_free(&l->unit);
+  units_free(l);
   pprt__lines_images_close(&l->images, image_release);
   pprt__lines_strings_free(&l->strings);
   free(l->dirs);
@@ -500,14 +517,26 @@ static void index_add(void *ctx, uint64_t lo, uint64_t hi, uint64_t die, uint32_
   pprt__dw_index_add(ctx, lo, hi, die, depth);
 }
 
-/* Unit off of img made the current one; NULL when it cannot be read. */
+/* Unit off of img made img's current one; NULL when it cannot be read. */
 static lines_unit *unit_for(pprt__os_lines *l, lines_image *img, uint64_t off) {
-  lines_unit *u = &l->unit;
+  /* img's slot, else a free one, else the one asked for least recently. */
+  lines_unit *u = NULL;
+  for (int i = 0; i < UNIT_SLOTS && (u == NULL || u->img != img); i++) {
+    lines_unit *c = &l->units[i];
+    if (c->img == img || u == NULL || (u->img != NULL && (c->img == NULL || c->used < u->used)))
+      u = c;
+  }
+  u->used = ++l->lookups;
+  /* What the last unit read of its file goes back (see pprt__dw_pages_drop);
+   * a kept unit reads its pages in again when next asked. */
+  lines_image *last = l->last;
+  l->last = img;
+  if (last != NULL && (last != img || u->off != off))
+    pprt__dw_pages_drop(last->map, last->map_len);
   if (u->img == img && u->off == off)
     return u;
-  if (u->img != NULL) /* what the last unit read of its file: see pprt__dw_pages_drop */
-    pprt__dw_pages_drop(u->img->map, u->img->map_len);
   unit_free(u);
+  u->used = l->lookups;
   if (pprt__dw_unit_open(&u->u, &img->inf, off) != 0)
     return NULL;
   u->img = img;
@@ -579,7 +608,7 @@ static lines_image *image_for(pprt__os_lines *l, uintptr_t addr, const pprt__elf
   void *before = l->images.state;
   long i = pprt__lines_image_of(&l->images, addr);
   if (l->images.state != before)
-    unit_free(&l->unit);
+    units_free(l);
   if (index != NULL)
     *index = i;
   if (i < 0)
