@@ -359,7 +359,8 @@ uint64_t pprt__symbolize_release_idle(uint64_t now_ns) {
   pprt__symbolizer old = {0};
   cache_lock();
   if (g_kept.mode != PPRT_SYMBOLIZE_DEFAULT) {
-    if (linger == 0 || now_ns - g_kept.since_ns >= linger)
+    /* now_ns may have been read before another thread kept them. */
+    if (linger == 0 || (now_ns >= g_kept.since_ns && now_ns - g_kept.since_ns >= linger))
       unkeep_locked(&old);
     else
       due = g_kept.since_ns + linger;
