@@ -295,6 +295,12 @@ static void drop_owned(pprt__symbolizer *s) {
   s->nowned = 0;
 }
 
+/* Closes a symbolizer's readers (each may be NULL). */
+static void readers_close(pprt__symbolizer *r) {
+  pprt__os_lines_close(r->lines);
+  pprt__os_symbolizer_close(r->names);
+}
+
 /* Empties the kept readers into *out (to be closed outside the lock). */
 static void unkeep_locked(pprt__symbolizer *out) {
   out->names = g_kept.names;
@@ -319,8 +325,7 @@ static void close_readers(pprt__symbolizer *s) {
     s->names = old.names;
     s->lines = old.lines;
   }
-  pprt__os_lines_close(s->lines);
-  pprt__os_symbolizer_close(s->names);
+  readers_close(s);
   s->lines = NULL;
   s->names = NULL;
   s->names_tried = s->lines_tried = s->lines_failed = 0;
@@ -339,8 +344,7 @@ static int take_kept(pprt__symbolizer *s) {
     unkeep_locked(&old); /* an image may have gone: no symbolizer can use them */
   }
   pthread_mutex_unlock(&g_cache_lock);
-  pprt__os_lines_close(old.lines);
-  pprt__os_symbolizer_close(old.names);
+  readers_close(&old);
   if (taken) {
     s->names_tried = s->lines_tried = 1;
     atomic_fetch_add(&g_reuses, 1);
@@ -366,8 +370,7 @@ uint64_t pprt__symbolize_release_idle(uint64_t now_ns) {
       due = g_kept.since_ns + linger;
   }
   pthread_mutex_unlock(&g_cache_lock);
-  pprt__os_lines_close(old.lines);
-  pprt__os_symbolizer_close(old.names);
+  readers_close(&old);
   return due;
 }
 
