@@ -60,6 +60,14 @@ static void take_record(session *s, const pprt__ring_record *rec) {
   uint64_t tid = rec->hdr[0];
   int64_t count = (int64_t)(rec->hdr[1] & 0xffffffffu);
   uint64_t weight = pprt__cpu_blocked_saw_sample(s, tid, rec->hdr[2]);
+  if (weight < rec->hdr[2]) {
+    /* The part of the count whose time was already charged to
+     * pprt_signals_blocked leaves it with the time; the signal itself
+     * stays a sample. */
+    double part = (double)(rec->hdr[2] - weight) / (double)rec->hdr[2];
+    int64_t taken = (int64_t)(part * (double)count + 0.5);
+    count = count - 1 > taken ? count - taken : 1;
+  }
   int64_t v[2] = {count, (int64_t)weight};
   const char *name = thread_name(s, tid);
   pprt__label labels[2 + PPRT__PROCESS_LABELS] = {{"thread_id", NULL, (int64_t)tid, "id"},

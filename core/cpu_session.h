@@ -159,13 +159,17 @@ static inline slot *slot_find(session *s, uint64_t tid) {
  * samples (a fixed period, or a uniform jitter around one, stays
  * correlated with a program whose cycle divides it). The heap sampler
  * draws its byte distances the same way. AS-safe (xorshift64* and log). */
-static inline uint64_t draw_interval(slot *e, uint64_t mean) {
+static inline double draw_uniform(slot *e) { /* (0, 1]: xorshift64* */
   uint64_t x = e->rng;
   x ^= x >> 12;
   x ^= x << 25;
   x ^= x >> 27;
   e->rng = x;
-  double u = (double)(((x * 0x2545f4914f6cdd1dull) >> 11) + 1) * 0x1p-53; /* (0, 1] */
+  return (double)(((x * 0x2545f4914f6cdd1dull) >> 11) + 1) * 0x1p-53;
+}
+
+static inline uint64_t draw_interval(slot *e, uint64_t mean) {
+  double u = draw_uniform(e);
   double floor_ns = mean > 2 * MIN_INTERVAL_NS ? MIN_INTERVAL_NS : (double)mean / 2;
   return (uint64_t)(floor_ns - log(u) * ((double)mean - floor_ns));
 }

@@ -94,4 +94,32 @@ static inline Pprt__Profile *decode_file(const char *path) {
   return p;
 }
 
+/* ---- a CPU profile's comments ---------------------------------------------------- */
+
+/* The first comment that contains needle, or NULL. */
+static inline const char *profile_comment(const Pprt__Profile *p, const char *needle) {
+  for (size_t i = 0; i < p->n_comment; i++)
+    if (strstr(p->string_table[p->comment[i]], needle))
+      return p->string_table[p->comment[i]];
+  return NULL;
+}
+
+/* How much wider than a binomial's a share of a CPU profile's samples
+ * spreads: a signal that stands for k periods (a timer's overrun, a late
+ * clock signal) counts k samples but is one draw, so a share's variance is
+ * p(1-p) f / n with f = sum(k^2) / sum(k), both sums from the comments
+ * ("effective rate ... (N samples", "sum of squared periods per signal S").
+ * 1 when they are missing. */
+static inline double profile_fold_factor(const Pprt__Profile *p) {
+  const char *rate = profile_comment(p, "effective rate");
+  const char *sq = profile_comment(p, "squared periods per signal ");
+  unsigned long long samples = 0, squares = 0;
+  if (!rate || !strchr(rate, '(') || sscanf(strchr(rate, '('), "(%llu", &samples) != 1 || !sq ||
+      sscanf(strstr(sq, "squared periods per signal "), "squared periods per signal %llu",
+             &squares) != 1 ||
+      samples == 0)
+    return 1.0;
+  return (double)squares / (double)samples;
+}
+
 #endif /* PPRT_TESTS_PROFILE_UTIL_H */

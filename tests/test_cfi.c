@@ -178,17 +178,19 @@ static void profile_build(size_t which, pprt_unwinder u, double min_share) {
   /* Shares: the samples under cfi_outer against those under the qsort
    * caller, and the CPU time the workload measured in each. A sample is
    * a draw with the measured share as its probability: 4 sigma of a
-   * binomial share of n draws. */
+   * binomial share of n draws, widened where signals stood for several
+   * periods (profile_fold_factor). */
   int64_t parts[2];
   count_parts(p, "cfi_outer", "cfi_sort_caller", parts);
   int64_t np = parts[0] + parts[1];
   double want = seconds[0] / (seconds[0] + seconds[1]);
   double got = np ? (double)parts[0] / (double)np : 0;
-  double tol = np ? 4 * sqrt(want * (1 - want) / (double)np) : 0;
+  double fold = profile_fold_factor(p);
+  double tol = np ? 4 * sqrt(want * (1 - want) * fold / (double)np) : 0;
   printf("  shares: cfi_outer %.1f%%, qsort caller %.1f%% of %lld samples; measured CPU time "
-         "%.1f%% / %.1f%% of %.2f s (4 sigma: %.1f points)\n",
+         "%.1f%% / %.1f%% of %.2f s (4 sigma: %.1f points, variance factor %.3f)\n",
          100 * got, 100 * (1 - got), (long long)np, 100 * want, 100 * (1 - want),
-         seconds[0] + seconds[1], 100 * tol);
+         seconds[0] + seconds[1], 100 * tol, fold);
   /* The tables' memory is reported in the profile: "unwind tables: N of
    * M images, R rows, X KiB (from Y KiB of unwind info), built in T ms". */
   int reported = 0;
