@@ -21,9 +21,8 @@
  * The figures are rounds of work per second of wall time, and per second
  * of the whole process's CPU time (pprt's threads, signal handlers and the
  * server included): on a machine shared with other work the second is the
- * one to read, since a neighbour (and the scrapers themselves, which
- * decode every response on the same machine) moves wall-clock rates by
- * several percent but hardly the work a CPU-second buys. The last column
+ * one to read, since a neighbour moves wall-clock rates by several percent
+ * but hardly the work a CPU-second buys. The last column
  * is the CPU time of threads other than the workload's one (pprt's
  * reader, the endpoint's threads) per second of the workload's own; the
  * signal handler's share is inside the workload's time (bench/cpu
@@ -31,16 +30,19 @@
  * phases on either side of it, so a drift of the machine cancels; the
  * paired line gives the median and the range over all pairs.
  *
- * The scrapers run on the machine's last CPU (where it has more than
- * one): they stand for the scraping machine, and their decoding of every
- * response would otherwise preempt the workload and cost it its caches.
+ * The scrapers stand for the scraping machine: they run on the machine's
+ * last CPU (where it has more than one), keep their connections open as
+ * Go's net/http does for Parca and Alloy (HTTP/1.1; "close" makes them
+ * open one per request), and keep every answer to decode after the run,
+ * so that their own work neither preempts the workload nor costs it its
+ * caches.
  *
  * With CLIENTS > 2 the scrapers are that many clients, each cycling
  * through heap, profile?seconds=1, allocs?seconds=1 and allocs (the load
  * test at full length: 20 clients for 30 s); every response is checked.
  *
  * Usage: bench/http [runs, default 3] [seconds per run, default 20]
- *                   [clients, default 2] */
+ *                   [clients, default 2] [keep-alive (default) | close] */
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -68,9 +70,38 @@ static double now_s(void) {
 
 /* ---- the scrapers ----------------------------------------------------------------------- */
 
-static int g_port, g_clients;
+static int g_port, g_clients, g_keep_alive = 1;
 static _Atomic double g_deadline; /* no request starts that would still run then */
-static atomic_int g_stop, g_scraping, g_inflight, g_ok, g_busy, g_bad;
+static atomic_int g_stop, g_scraping, g_phase, g_inflight, g_ok, g_busy, g_bad, g_connects;
+
+/* The answers of a run, checked once it has ended: their decoding is the
+ * scraping machine's work, not to be done beside the workload. */
+typedef struct answer {
+  const char *path;
+  http_resp r;
+} answer;
+static pthread_mutex_t g_answers_lock = PTHREAD_MUTEX_INITIALIZER;
+static answer *g_answers;
+static size_t g_nanswers, g_answers_cap;
+
+static void keep_answer(const char *path, http_resp *r) {
+  pthread_mutex_lock(&g_answers_lock);
+  if (g_nanswers == g_answers_cap) {
+    size_t cap = g_answers_cap ? 2 * g_answers_cap : 1024;
+    answer *a = realloc(g_answers, cap * sizeof *a);
+    if (a == NULL) {
+      pthread_mutex_unlock(&g_answers_lock);
+      atomic_fetch_add(&g_bad, 1);
+      fprintf(stderr, "bench/http: out of memory keeping the answers\n");
+      http_free(r);
+      return;
+    }
+    g_answers = a;
+    g_answers_cap = cap;
+  }
+  g_answers[g_nanswers++] = (answer){path, *r};
+  pthread_mutex_unlock(&g_answers_lock);
+}
 
 static void check(const char *path, http_resp *r) {
   if (r->status == 500 && strstr((char *)r->body, "cpu profiling already in use")) {
@@ -88,43 +119,71 @@ static void check(const char *path, http_resp *r) {
   atomic_fetch_add(&g_ok, 1);
 }
 
+static void check_answers(void) {
+  for (size_t i = 0; i < g_nanswers; i++) {
+    check(g_answers[i].path, &g_answers[i].r);
+    http_free(&g_answers[i].r);
+  }
+  g_nanswers = 0;
+}
+
 /* Asks for path, which takes `seconds`, in a scraped phase: it may run
  * past the phase's end (the quiet phase after it waits for it), not past
- * the workload's. */
-static void get(const char *path, double seconds) {
+ * the workload's. On the scraper's kept connection, or a new one. */
+static void get(http_conn *c, const char *path, double seconds) {
   atomic_fetch_add(&g_inflight, 1);
   if (!atomic_load(&g_scraping) || now_s() + seconds + 0.5 > atomic_load(&g_deadline)) {
+    /* Wait for the next scraped phase: asking only for what still fits
+     * would end each phase with a burst of the quick paths. */
     atomic_fetch_sub(&g_inflight, 1);
-    usleep(20000);
+    int k = atomic_load(&g_phase);
+    while (!atomic_load(&g_stop) && (atomic_load(&g_phase) == k || !atomic_load(&g_scraping)))
+      usleep(20000);
     return;
   }
-  http_resp r = http_get(g_port, path, 60);
+  http_resp r;
+  if (g_keep_alive) {
+    r = http_conn_get(c, path);
+  } else {
+    r = http_get(g_port, path, 60);
+    c->connects++;
+  }
   atomic_fetch_sub(&g_inflight, 1);
-  check(path, &r);
-  http_free(&r);
+  keep_answer(path, &r);
+}
+
+static void scraper_done(http_conn *c) {
+  atomic_fetch_add(&g_connects, (int)c->connects);
+  http_conn_close(c);
 }
 
 static void *scrape_cpu(void *arg) {
   (void)arg;
+  http_conn c = http_conn_open(g_port, 60);
   while (!atomic_load(&g_stop))
-    get("/debug/pprof/profile?seconds=2", 2);
+    get(&c, "/debug/pprof/profile?seconds=2", 2);
+  scraper_done(&c);
   return NULL;
 }
 
 static void *scrape_memory(void *arg) {
   (void)arg;
+  http_conn c = http_conn_open(g_port, 60);
   while (!atomic_load(&g_stop)) {
-    get("/debug/pprof/allocs?seconds=1", 1);
-    get("/debug/pprof/heap", 0);
+    get(&c, "/debug/pprof/allocs?seconds=1", 1);
+    get(&c, "/debug/pprof/heap", 0);
   }
+  scraper_done(&c);
   return NULL;
 }
 
 static void *scrape_load(void *arg) {
   static const char *const paths[] = {"/debug/pprof/heap", "/debug/pprof/profile?seconds=1",
                                       "/debug/pprof/allocs?seconds=1", "/debug/pprof/allocs"};
+  http_conn c = http_conn_open(g_port, 60);
   for (int i = (int)(intptr_t)arg; !atomic_load(&g_stop); i++)
-    get(paths[i % 4], (i % 4 == 1 || i % 4 == 2) ? 1 : 0);
+    get(&c, paths[i % 4], (i % 4 == 1 || i % 4 == 2) ? 1 : 0);
+  scraper_done(&c);
   return NULL;
 }
 
@@ -229,6 +288,7 @@ static int read_ticks(FILE *out, tick *tk, double phase_len, double window[][2])
       window[k][1] = t0 + (k + 1) * phase_len;
       atomic_store(&g_deadline, k % 2 ? 0 : window[k][1]);
       atomic_store(&g_scraping, k % 2 == 0);
+      atomic_store(&g_phase, k);
     }
     /* A quiet phase starts counting once the scrapes before it are answered. */
     if (k % 2 == 1 && atomic_load(&g_inflight) > 0)
@@ -267,11 +327,11 @@ static int run_endpoint(double seconds, int nphases, tick *tk, figures *ph, int 
   }
   g_port = atoi(strstr(line, "127.0.0.1:") + 10);
   atomic_store(&g_stop, 0);
+  atomic_store(&g_phase, -1);
   atomic_store(&g_scraping, 0);
   /* The scrapers stand for another machine: on the last CPU, when there is
-   * more than one, so that their decoding of every response does not
-   * preempt the workload (whose process, pprt's threads too, may run
-   * anywhere). */
+   * more than one, so that they do not preempt the workload (whose
+   * process, pprt's threads too, may run anywhere). */
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   cpu_set_t saved, last;
   int pinned = ncpu > 1 && sched_getaffinity(0, sizeof saved, &saved) == 0;
@@ -298,6 +358,7 @@ static int run_endpoint(double seconds, int nphases, tick *tk, figures *ph, int 
     sched_setaffinity(0, sizeof saved, &saved);
   if (finish(pid, out, err, "endpoint") != 0)
     return -1;
+  check_answers();
   for (int k = 0; k < nphases; k++)
     valid[k] = window[k][1] > 0 && between(tk, n, window[k][0], window[k][1], &ph[k]);
   return 0;
@@ -320,9 +381,12 @@ int main(int argc, char **argv) {
   int runs = argc > 1 ? atoi(argv[1]) : 3;
   double seconds = argc > 2 ? atof(argv[2]) : 20;
   g_clients = argc > 3 ? atoi(argv[3]) : 2;
+  const char *conn = argc > 4 ? argv[4] : "keep-alive";
+  g_keep_alive = strcmp(conn, "keep-alive") == 0;
   if (runs < 1 || runs > 51 || !(seconds >= 6) || seconds > 600 || g_clients < 1 ||
-      g_clients > 64) {
-    fprintf(stderr, "usage: bench/http [runs 1-51] [seconds 6-600] [clients 1-64]\n");
+      g_clients > 64 || (!g_keep_alive && strcmp(conn, "close") != 0)) {
+    fprintf(stderr, "usage: bench/http [runs 1-51] [seconds 6-600] [clients 1-64] "
+                    "[keep-alive|close]\n");
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
@@ -400,7 +464,9 @@ int main(int argc, char **argv) {
   print_ratios("scraped / no pprt (separate processes, so their layouts differ): per CPU-second",
                pair_bare, npairs);
   printf("\nresponses: %d profiles, %d CPU profiles refused as busy, %d invalid (%d client(s), "
-         "%.0f s in all)\n",
-         atomic_load(&g_ok), atomic_load(&g_busy), atomic_load(&g_bad), g_clients, now_s() - t0);
+         "%s, %d connections; %.0f s in all)\n",
+         atomic_load(&g_ok), atomic_load(&g_busy), atomic_load(&g_bad), g_clients,
+         g_keep_alive ? "HTTP/1.1 kept connections" : "HTTP/1.0, a connection per request",
+         atomic_load(&g_connects), now_s() - t0);
   return atomic_load(&g_bad) == 0 ? 0 : 1;
 }

@@ -1,13 +1,15 @@
-/* A small HTTP/1.0 client for the endpoint's tests and bench/http: one
- * request per connection (Connection: close), the whole response read into
- * memory, status and two headers picked out. It plays the scrapers (go tool
- * pprof, Parca, Alloy) well enough to check what they check; nothing here
- * is pprt's own HTTP handling. */
+/* A small HTTP client for the endpoint's tests and bench/http: HTTP/1.0,
+ * one request per connection (http_get, http_do), or HTTP/1.1 on a kept
+ * connection (http_conn_get: what Go's net/http, and so Parca and Alloy,
+ * do); the whole response read into memory, status and two headers picked
+ * out. It plays the scrapers (go tool pprof, Parca, Alloy) well enough to
+ * check what they check; nothing here is pprt's own HTTP handling. */
 #ifndef PPRT_TESTS_HTTP_CLIENT_H
 #define PPRT_TESTS_HTTP_CLIENT_H
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,11 +80,21 @@ static void http_header(const char *head, const char *name, char *out, size_t ou
   }
 }
 
-/* Reads a whole response from fd into r. */
-static void http_read(int fd, http_resp *r) {
-  size_t cap = 65536, len = 0;
-  unsigned char *buf = malloc(cap);
-  for (;;) {
+/* Where the head in buf[0, len) ends (its blank line), or NULL. */
+static unsigned char *http_head_end(unsigned char *buf, size_t len) {
+  for (size_t i = 0; i + 3 < len; i++)
+    if (memcmp(buf + i, "\r\n\r\n", 4) == 0)
+      return buf + i;
+  return NULL;
+}
+
+/* Reads a response from fd into r: until the connection closes, or, with
+ * kept set, as far as its Content-Length (0 in *kept when it has none and
+ * so ran to the close). */
+static void http_read_until(int fd, http_resp *r, int *kept) {
+  size_t cap = 65536, len = 0, want = SIZE_MAX;
+  unsigned char *buf = malloc(cap), *end = NULL;
+  while (len < want) {
     if (len == cap) {
       cap *= 2;
       buf = realloc(buf, cap);
@@ -91,14 +103,19 @@ static void http_read(int fd, http_resp *r) {
     if (n <= 0)
       break;
     len += (size_t)n;
-  }
-  memset(r, 0, sizeof *r);
-  unsigned char *end = NULL;
-  for (size_t i = 0; i + 3 < len; i++)
-    if (memcmp(buf + i, "\r\n\r\n", 4) == 0) {
-      end = buf + i;
-      break;
+    if (kept && end == NULL && (end = http_head_end(buf, len)) != NULL) {
+      char cl[32];
+      *end = '\0';
+      http_header((char *)buf, "Content-Length", cl, sizeof cl);
+      *end = '\r';
+      if (cl[0])
+        want = (size_t)(end + 4 - buf) + strtoull(cl, NULL, 10);
     }
+  }
+  if (kept)
+    *kept = want != SIZE_MAX && len == want;
+  memset(r, 0, sizeof *r);
+  end = http_head_end(buf, len);
   if (end == NULL || sscanf((char *)buf, "HTTP/1.%*d %d", &r->status) != 1) {
     r->status = 0;
     free(buf);
@@ -133,13 +150,56 @@ static http_resp http_do(int port, const char *method, const char *path, const c
                    method, path, extra ? extra : "", body ? strlen(body) : (size_t)0);
   if (http_send_all(fd, head, (size_t)n) == 0 &&
       (!body || http_send_all(fd, body, strlen(body)) == 0))
-    http_read(fd, &r);
+    http_read_until(fd, &r, NULL);
   close(fd);
   return r;
 }
 
 static http_resp http_get(int port, const char *path, int timeout_s) {
   return http_do(port, "GET", path, NULL, NULL, timeout_s);
+}
+
+/* A kept connection: fd -1 until the first request connects it. */
+typedef struct http_conn {
+  int port, timeout_s, fd;
+  unsigned connects; /* connections made, the first one included */
+} http_conn;
+
+static inline http_conn http_conn_open(int port, int timeout_s) {
+  http_conn c = {port, timeout_s, -1, 0};
+  return c;
+}
+
+static inline void http_conn_close(http_conn *c) {
+  if (c->fd >= 0)
+    close(c->fd);
+  c->fd = -1;
+}
+
+/* A GET on the kept connection, HTTP/1.1; connects when there is none,
+ * and once more when the server had closed a kept one. */
+static inline http_resp http_conn_get(http_conn *c, const char *path) {
+  http_resp r;
+  memset(&r, 0, sizeof r);
+  char head[1024];
+  int n = snprintf(head, sizeof head,
+                   "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: pprt-test\r\n\r\n", path);
+  for (int attempt = 0; attempt < 2; attempt++) {
+    int reused = c->fd >= 0;
+    if (!reused) {
+      if ((c->fd = http_connect(c->port, c->timeout_s)) < 0)
+        return r;
+      c->connects++;
+    }
+    int kept = 0;
+    if (http_send_all(c->fd, head, (size_t)n) == 0)
+      http_read_until(c->fd, &r, &kept);
+    if (!kept)
+      http_conn_close(c); /* a response without a status has no body to free */
+    if (r.status != 0 || !reused)
+      break; /* else the server had closed the kept connection: once more */
+  }
+  return r;
 }
 
 static void http_free(http_resp *r) {

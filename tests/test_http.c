@@ -222,6 +222,19 @@ static void test_api(void **state) {
   assert_int_equal(r.status, 200);
   assert_non_null(strstr((char *)r.body, "profile"));
   http_free(&r);
+  /* HTTP/1.1 keeps the connection, as Go's client (Parca's, Alloy's)
+   * expects: three answers on one. */
+  http_conn kc = http_conn_open(port, 10);
+  static const char *const kept_paths[] = {"/debug/pprof/heap", "/debug/pprof/cmdline",
+                                           "/debug/pprof/allocs"};
+  for (int i = 0; i < 3; i++) {
+    r = http_conn_get(&kc, kept_paths[i]);
+    assert_int_equal(r.status, 200);
+    assert_true(r.len > 0);
+    http_free(&r);
+  }
+  assert_int_equal(kc.connects, 1);
+  http_conn_close(&kc);
   assert_int_equal(pprt_http_stop(), 0);
   assert_int_equal(pprt_http_stop(), -EPIPE);
   /* The limits: two connections from one address, idle ones closed after
