@@ -521,10 +521,17 @@ static void index_add(void *ctx, uint64_t lo, uint64_t hi, uint64_t die, uint32_
 static lines_unit *unit_for(pprt__os_lines *l, lines_image *img, uint64_t off) {
   /* img's slot, else a free one, else the one asked for least recently. */
   lines_unit *u = NULL;
-  for (int i = 0; i < UNIT_SLOTS && (u == NULL || u->img != img); i++) {
-    lines_unit *c = &l->units[i];
-    if (c->img == img || u == NULL || (u->img != NULL && (c->img == NULL || c->used < u->used)))
-      u = c;
+  for (int i = 0; i < UNIT_SLOTS && u == NULL; i++)
+    if (l->units[i].img == img)
+      u = &l->units[i];
+  for (int i = 0; i < UNIT_SLOTS && u == NULL; i++)
+    if (l->units[i].img == NULL)
+      u = &l->units[i];
+  if (u == NULL) {
+    u = &l->units[0];
+    for (int i = 1; i < UNIT_SLOTS; i++)
+      if (l->units[i].used < u->used)
+        u = &l->units[i];
   }
   u->used = ++l->lookups;
   /* What the last unit read of its file goes back (see pprt__dw_pages_drop);
