@@ -200,6 +200,13 @@ typedef struct figures {
   double rate, cpu_rate, other; /* rounds per second, per CPU-second; others' CPU per own */
 } figures;
 
+/* A phase of a run with the endpoint: the stretch its figures come from. */
+typedef struct phase {
+  double from, to;
+  int valid; /* the stretch had enough ticks: f holds its figures */
+  figures f;
+} phase;
+
 /* The figures between the first tick at or after a and the last at or
  * before b; 0 when under half a second lies between them. */
 static int between(const tick *tk, int n, double a, double b, figures *f) {
@@ -264,10 +271,10 @@ static int finish(pid_t pid, FILE *out, FILE *err, const char *what) {
 /* Reads the workload's tick lines into tk until it ends; returns how many,
  * or -1. If phase_len > 0, runs the phases meanwhile: phase k covers
  * [t0 + k phase_len, t0 + (k + 1) phase_len) from the first tick's t0, even
- * phases scraped, and window[k] receives the stretch its figures come from. */
-static int read_ticks(FILE *out, tick *tk, double phase_len, double window[][2]) {
+ * phases scraped, and ph[k] receives the stretch its figures come from. */
+static int read_ticks(FILE *out, tick *tk, double phase_len, phase *ph) {
   char line[256];
-  int n = 0, phase = -1;
+  int n = 0, current = -1;
   double t0 = 0;
   while (fgets(line, sizeof line, out) != NULL) {
     tick t;
@@ -282,17 +289,17 @@ static int read_ticks(FILE *out, tick *tk, double phase_len, double window[][2])
     int k = (int)((t.t - t0) / phase_len);
     if (k >= MAX_PHASES)
       continue;
-    if (k != phase) {
-      phase = k;
-      window[k][0] = t0 + k * phase_len + 0.25;
-      window[k][1] = t0 + (k + 1) * phase_len;
-      atomic_store(&g_deadline, k % 2 ? 0 : window[k][1]);
+    if (k != current) {
+      current = k;
+      ph[k].from = t0 + k * phase_len + 0.25;
+      ph[k].to = t0 + (k + 1) * phase_len;
+      atomic_store(&g_deadline, k % 2 ? 0 : ph[k].to);
       atomic_store(&g_scraping, k % 2 == 0);
       atomic_store(&g_phase, k);
     }
     /* A quiet phase starts counting once the scrapes before it are answered. */
     if (k % 2 == 1 && atomic_load(&g_inflight) > 0)
-      window[k][0] = t.t + 0.25;
+      ph[k].from = t.t + 0.25;
   }
   atomic_store(&g_scraping, 0);
   return n;
@@ -310,10 +317,9 @@ static int run_bare(double seconds, tick *tk, figures *f) {
   return 0;
 }
 
-/* A run with the endpoint, in nphases alternating phases (phase 0 scraped):
- * the figures of each phase into ph[] (valid[k] says whether the phase had
- * enough ticks). */
-static int run_endpoint(double seconds, int nphases, tick *tk, figures *ph, int *valid) {
+/* A run with the endpoint, in nphases alternating phases (phase 0 scraped),
+ * each phase's stretch and figures into ph[]. */
+static int run_endpoint(double seconds, int nphases, tick *tk, phase *ph) {
   FILE *out, *err;
   pid_t pid = start(1, seconds, &out, &err);
   if (pid < 0)
@@ -349,8 +355,8 @@ static int run_endpoint(double seconds, int nphases, tick *tk, figures *ph, int 
     for (int i = 0; i < g_clients && nt < 64; i++)
       pthread_create(&t[nt++], NULL, scrape_load, (void *)(intptr_t)i);
   }
-  double window[MAX_PHASES][2] = {{0}};
-  int n = read_ticks(out, tk, seconds / nphases, window);
+  memset(ph, 0, MAX_PHASES * sizeof *ph);
+  int n = read_ticks(out, tk, seconds / nphases, ph);
   atomic_store(&g_stop, 1);
   for (int i = 0; i < nt; i++)
     pthread_join(t[i], NULL);
@@ -360,7 +366,7 @@ static int run_endpoint(double seconds, int nphases, tick *tk, figures *ph, int 
     return -1;
   check_answers();
   for (int k = 0; k < nphases; k++)
-    valid[k] = window[k][1] > 0 && between(tk, n, window[k][0], window[k][1], &ph[k]);
+    ph[k].valid = ph[k].to > 0 && between(tk, n, ph[k].from, ph[k].to, &ph[k].f);
   return 0;
 }
 
@@ -418,24 +424,25 @@ int main(int argc, char **argv) {
     return 1;
   double t0 = now_s();
   for (int r = 0; r < runs; r++) {
-    figures bare, ph[MAX_PHASES];
-    int valid[MAX_PHASES];
-    if (run_bare(seconds, tk, &bare) != 0 || run_endpoint(seconds, nphases, tk, ph, valid) != 0)
+    figures bare;
+    phase ph[MAX_PHASES];
+    if (run_bare(seconds, tk, &bare) != 0 || run_endpoint(seconds, nphases, tk, ph) != 0)
       return 1;
     rate[BARE][count[BARE]] = bare.rate;
     cpu[BARE][count[BARE]] = bare.cpu_rate;
     other[BARE][count[BARE]++] = bare.other;
     for (int k = 1; k < nphases; k++) {
-      if (!valid[k])
+      if (!ph[k].valid)
         continue;
+      const figures *f = &ph[k].f, *before = &ph[k - 1].f, *after = &ph[k + 1].f;
       int c = k % 2 ? QUIET : SCRAPED;
-      rate[c][count[c]] = ph[k].rate;
-      cpu[c][count[c]] = ph[k].cpu_rate;
-      other[c][count[c]++] = ph[k].other;
-      if (c == SCRAPED && valid[k - 1] && valid[k + 1]) {
-        pair_cpu[npairs] = 2 * ph[k].cpu_rate / (ph[k - 1].cpu_rate + ph[k + 1].cpu_rate);
-        pair_rate[npairs] = 2 * ph[k].rate / (ph[k - 1].rate + ph[k + 1].rate);
-        pair_bare[npairs++] = ph[k].cpu_rate / bare.cpu_rate;
+      rate[c][count[c]] = f->rate;
+      cpu[c][count[c]] = f->cpu_rate;
+      other[c][count[c]++] = f->other;
+      if (c == SCRAPED && ph[k - 1].valid && ph[k + 1].valid) {
+        pair_cpu[npairs] = 2 * f->cpu_rate / (before->cpu_rate + after->cpu_rate);
+        pair_rate[npairs] = 2 * f->rate / (before->rate + after->rate);
+        pair_bare[npairs++] = f->cpu_rate / bare.cpu_rate;
       }
     }
   }
