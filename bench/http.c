@@ -205,7 +205,14 @@ typedef struct phase {
   double from, to;
   int valid; /* the stretch had enough ticks: f holds its figures */
   figures f;
+  double bench_cpu[2]; /* this process's CPU time (the scrapers') at its start and end */
 } phase;
+
+static double process_cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 /* The figures between the first tick at or after a and the last at or
  * before b; 0 when under half a second lies between them. */
@@ -290,6 +297,10 @@ static int read_ticks(FILE *out, tick *tk, double phase_len, phase *ph) {
     if (k >= MAX_PHASES)
       continue;
     if (k != current) {
+      double now_cpu = process_cpu_s();
+      if (current >= 0)
+        ph[current].bench_cpu[1] = now_cpu;
+      ph[k].bench_cpu[0] = now_cpu;
       current = k;
       ph[k].from = t0 + k * phase_len + 0.25;
       ph[k].to = t0 + (k + 1) * phase_len;
@@ -301,6 +312,8 @@ static int read_ticks(FILE *out, tick *tk, double phase_len, phase *ph) {
     if (k % 2 == 1 && atomic_load(&g_inflight) > 0)
       ph[k].from = t.t + 0.25;
   }
+  if (current >= 0)
+    ph[current].bench_cpu[1] = process_cpu_s();
   atomic_store(&g_scraping, 0);
   return n;
 }
@@ -417,10 +430,13 @@ int main(int argc, char **argv) {
     cpu[c] = malloc((size_t)cap * sizeof(double));
     other[c] = malloc((size_t)cap * sizeof(double));
   }
+  double *scrapers = malloc((size_t)cap * sizeof(double)); /* share of a CPU, scraped phases */
+  int nscrapers = 0;
   double *pair_cpu = malloc((size_t)cap * sizeof(double)),
          *pair_rate = malloc((size_t)cap * sizeof(double)),
          *pair_bare = malloc((size_t)cap * sizeof(double));
-  if (tk == NULL || pair_cpu == NULL || pair_rate == NULL || pair_bare == NULL)
+  if (tk == NULL || scrapers == NULL || pair_cpu == NULL || pair_rate == NULL ||
+      pair_bare == NULL)
     return 1;
   double t0 = now_s();
   for (int r = 0; r < runs; r++) {
@@ -436,6 +452,8 @@ int main(int argc, char **argv) {
         continue;
       const figures *f = &ph[k].f, *before = &ph[k - 1].f, *after = &ph[k + 1].f;
       int c = k % 2 ? QUIET : SCRAPED;
+      if (c == SCRAPED)
+        scrapers[nscrapers++] = (ph[k].bench_cpu[1] - ph[k].bench_cpu[0]) / (seconds / nphases);
       rate[c][count[c]] = f->rate;
       cpu[c][count[c]] = f->cpu_rate;
       other[c][count[c]++] = f->other;
@@ -470,6 +488,9 @@ int main(int argc, char **argv) {
   printf("\n");
   print_ratios("scraped / no pprt (separate processes, so their layouts differ): per CPU-second",
                pair_bare, npairs);
+  qsort(scrapers, (size_t)nscrapers, sizeof scrapers[0], cmp_double);
+  printf("\nthe scrapers' own CPU in scraped phases: median %.2f%% of a CPU",
+         100 * median(scrapers, nscrapers));
   printf("\nresponses: %d profiles, %d CPU profiles refused as busy, %d invalid (%d client(s), "
          "%s, %d connections; %.0f s in all)\n",
          atomic_load(&g_ok), atomic_load(&g_busy), atomic_load(&g_bad), g_clients,
