@@ -152,14 +152,8 @@ static inline slot *slot_find(session *s, uint64_t tid) {
   return NULL;
 }
 
-/* The next sampling interval of a clock, in ns. Exponential with mean
- * `mean`, shifted to start at the kernel's 10 us floor (which keeps the
- * mean): a memoryless wait, so where a sample lands does not depend on
- * where the last one did, and no periodic program can line up with the
- * samples (a fixed period, or a uniform jitter around one, stays
- * correlated with a program whose cycle divides it). The heap sampler
- * draws its byte distances the same way. AS-safe (xorshift64* and log). */
-static inline double draw_uniform(slot *e) { /* (0, 1]: xorshift64* */
+/* A uniform draw in (0, 1] from the slot's xorshift64* state. AS-safe. */
+static inline double draw_uniform(slot *e) {
   uint64_t x = e->rng;
   x ^= x >> 12;
   x ^= x << 25;
@@ -168,6 +162,13 @@ static inline double draw_uniform(slot *e) { /* (0, 1]: xorshift64* */
   return (double)(((x * 0x2545f4914f6cdd1dull) >> 11) + 1) * 0x1p-53;
 }
 
+/* The next sampling interval of a clock, in ns. Exponential with mean
+ * `mean`, shifted to start at the kernel's 10 us floor (which keeps the
+ * mean): a memoryless wait, so where a sample lands does not depend on
+ * where the last one did, and no periodic program can line up with the
+ * samples (a fixed period, or a uniform jitter around one, stays
+ * correlated with a program whose cycle divides it). The heap sampler
+ * draws its byte distances the same way. AS-safe (xorshift64* and log). */
 static inline uint64_t draw_interval(slot *e, uint64_t mean) {
   double u = draw_uniform(e);
   double floor_ns = mean > 2 * MIN_INTERVAL_NS ? MIN_INTERVAL_NS : (double)mean / 2;
