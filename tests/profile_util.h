@@ -109,7 +109,7 @@ static inline const char *profile_comment(const Pprt__Profile *p, const char *ne
  * clock signal) counts k samples but is one draw, so a share's variance is
  * p(1-p) f / n with f = sum(k^2) / sum(k), both sums from the comments
  * ("effective rate ... (N samples", "sum of squared periods per signal S").
- * 1 when they are missing. */
+ * 0 when they are missing or do not parse, for the caller to fail on. */
 static inline double profile_fold_factor(const Pprt__Profile *p) {
   const char *rate = profile_comment(p, "effective rate");
   const char *sq = profile_comment(p, "squared periods per signal ");
@@ -118,7 +118,7 @@ static inline double profile_fold_factor(const Pprt__Profile *p) {
       sscanf(strstr(sq, "squared periods per signal "), "squared periods per signal %llu",
              &squares) != 1 ||
       samples == 0)
-    return 1.0;
+    return 0;
   return (double)squares / (double)samples;
 }
 

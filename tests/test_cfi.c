@@ -186,6 +186,8 @@ static void profile_build(size_t which, pprt_unwinder u, double min_share) {
   double want = seconds[0] / (seconds[0] + seconds[1]);
   double got = np ? (double)parts[0] / (double)np : 0;
   double fold = profile_fold_factor(p);
+  if (!(fold > 0))
+    fail_msg("the profile's comments give no sample and squared-period counts");
   double tol = np ? 4 * sqrt(want * (1 - want) * fold / (double)np) : 0;
   printf("  shares: cfi_outer %.1f%%, qsort caller %.1f%% of %lld samples; measured CPU time "
          "%.1f%% / %.1f%% of %.2f s (4 sigma: %.1f points, variance factor %.3f)\n",
