@@ -4,7 +4,9 @@
  * command line: forward in chunks of varying size (how units are read),
  * then at offsets out of order (each a restart), and the window's size
  * stays that of the largest chunk asked. Then its address-to-unit table
- * (dwarf_aranges.c) against libdw's, at both ends of every range. */
+ * (dwarf_aranges.c) against libdw's, at both ends of every range and at
+ * the first byte after it (a gap before the next range is the unit's before
+ * it, as libdwfl's addrarange has it). */
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdio.h>
@@ -78,26 +80,42 @@ static void check_aranges(const char *path, Elf *raw, Elf_Scn *scn, int elf64) {
     fail(path, ".debug_aranges", "not read", 0);
     n = 0;
   }
-  size_t checked = 0;
+  size_t checked = 0, gaps = 0;
   for (size_t i = 0; i < n; i++) {
-    Dwarf_Addr addr;
-    Dwarf_Word len;
-    Dwarf_Off die;
+    Dwarf_Addr addr, next_addr = 0;
+    Dwarf_Word len, next_len;
+    Dwarf_Off die, next_die;
     Dwarf_Arange *ar = dwarf_onearange(theirs, i);
     if (ar == NULL || dwarf_getarangeinfo(ar, &addr, &len, &die) != 0 || len == 0)
       continue;
-    Dwarf_Addr ends[2] = {addr, addr + len - 1};
-    for (int e = 0; e < 2; e++) {
+    Dwarf_Arange *after = i + 1 < n ? dwarf_onearange(theirs, i + 1) : NULL;
+    int has_next =
+        after != NULL && dwarf_getarangeinfo(after, &next_addr, &next_len, &next_die) == 0;
+    /* The first byte after the range: in a gap before the next range it
+     * is the range's unit's, as libdwfl has it; past the last range,
+     * no unit's. */
+    Dwarf_Addr ends[3] = {addr, addr + len - 1, addr + len};
+    for (int e = 0; e < 3; e++) {
       uint64_t unit;
       Dwarf_Off next;
       size_t hsize;
-      if (!pprt__dw_aranges_find(&mine, ends[e], &unit) ||
-          dwarf_nextcu(dbg, unit, &next, &hsize, NULL, NULL, NULL) != 0 || unit + hsize != die)
-        fail(path, ".debug_aranges", "another unit", ends[e]);
+      int found = pprt__dw_aranges_find(&mine, ends[e], &unit);
+      if (e == 2 && has_next && next_addr <= ends[e])
+        continue; /* no gap */
+      if (e == 2 && !has_next) {
+        if (found)
+          fail(path, ".debug_aranges", "a unit past the last range", ends[e]);
+        continue;
+      }
+      if (!found || dwarf_nextcu(dbg, unit, &next, &hsize, NULL, NULL, NULL) != 0 ||
+          unit + hsize != die)
+        fail(path, ".debug_aranges", e == 2 ? "another unit for a gap" : "another unit", ends[e]);
       checked++;
+      gaps += e == 2;
     }
   }
-  printf("%s: .debug_aranges: %zu ranges, %zu ends checked against libdw\n", path, mine.n, checked);
+  printf("%s: .debug_aranges: %zu ranges, %zu addresses (%zu in gaps) checked against libdw\n",
+         path, mine.n, checked, gaps);
   if (n) {
     pprt__dw_aranges_free(&mine);
     pprt__dw_section_free(&s);

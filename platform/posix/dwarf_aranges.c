@@ -93,7 +93,12 @@ int pprt__dw_aranges_find(const pprt__dw_aranges *a, uint64_t pc, uint64_t *unit
     else
       hi = mid;
   }
-  if (lo == 0 || pc >= a->v[lo - 1].hi)
+  /* A gap between two ranges belongs to the unit before it, as libdw has
+   * it (libdwfl's addrarange): the padding after a function in a section
+   * of its own (.text.startup) lies outside its unit's ranges but inside
+   * the unit's line table, which gives it a line. Past the last range,
+   * nothing. */
+  if (lo == 0 || (lo == a->n && pc >= a->v[lo - 1].hi))
     return 0;
   *unit = a->v[lo - 1].unit;
   return 1;

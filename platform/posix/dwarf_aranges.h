@@ -24,7 +24,9 @@ typedef struct pprt__dw_aranges {
  * set: what was read before it is kept), -ENOMEM. */
 int pprt__dw_aranges_read(pprt__dw_section *s, pprt__dw_aranges *out);
 
-/* The unit whose ranges hold pc: 1 and *unit, else 0. */
+/* The unit of the last range starting at or below pc: 1 and *unit, else 0
+ * (below the first range, or past the end of the last). Gaps between
+ * ranges go to the unit before them, as in libdw. */
 int pprt__dw_aranges_find(const pprt__dw_aranges *a, uint64_t pc, uint64_t *unit);
 
 void pprt__dw_aranges_free(pprt__dw_aranges *a);
