@@ -53,4 +53,15 @@ void pprt__fork_register(enum pprt__fork_rank rank, const pprt__fork_hooks *hook
 void pprt__fork_register_locked(enum pprt__fork_rank rank, pthread_mutex_t *lock,
                                 const pprt__fork_hooks *hooks);
 
+/* Runs `install` (which registers a component's hooks, through `once`)
+ * when the library is loaded, before the program starts threads, as well
+ * as at the component's first use. Registered only at first use, a fork in
+ * another thread could pass its prepare step just before the registration
+ * and copy the component's lock, held, into the child: the loader's lock
+ * did that once (test_loader_fork's child hung in dl_iterate_phdr). */
+#define PPRT__FORK_REGISTER_AT_LOAD(once, install)                                                  \
+  __attribute__((constructor)) static void install##_at_load(void) {                             \
+    pthread_once(&(once), install);                                                                \
+  }
+
 #endif /* PPRT_CORE_ATFORK_H */

@@ -342,6 +342,8 @@ static void install_atfork(void) {
   pprt__fork_register_locked(PPRT__FORK_CPU, &g_control, &fork_hooks);
 }
 
+PPRT__FORK_REGISTER_AT_LOAD(g_atfork_once, install_atfork)
+
 static void session_free(session *s) {
   pprt__ring_destroy(&s->ring);
   pprt__profile_free(s->prof);

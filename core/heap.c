@@ -268,6 +268,8 @@ static void install_atfork(void) {
   pprt__fork_register(PPRT__FORK_HEAP, &fork_hooks);
 }
 
+PPRT__FORK_REGISTER_AT_LOAD(g_atfork_once, install_atfork)
+
 /* Records a sampled block: its stack from `frame` up, its bucket, its
  * table entry and its filter count. */
 static void record(void *ptr, size_t size, void *frame, enum pprt__heap_domain d) {

@@ -613,6 +613,8 @@ static void init_once(void) {
   pprt__fork_register(PPRT__FORK_HTTP, &fork_hooks);
 }
 
+PPRT__FORK_REGISTER_AT_LOAD(g_once, init_once)
+
 static int http_start(const pprt_http_options *opts) {
   pprt_http_options o;
   memset(&o, 0, sizeof o);

@@ -277,6 +277,8 @@ static void install_atfork(void) {
   pprt__fork_register(PPRT__FORK_SIGMASK, &fork_hooks);
 }
 
+PPRT__FORK_REGISTER_AT_LOAD(atfork_once, install_atfork)
+
 void pprt__sigmask_init(void) {
   pthread_once(&atfork_once, install_atfork);
 }

@@ -66,6 +66,8 @@ static void install_atfork(void) {
   pprt__fork_register(PPRT__FORK_SIGPROF, &fork_hooks);
 }
 
+PPRT__FORK_REGISTER_AT_LOAD(g_atfork_once, install_atfork)
+
 void pprt__sigprof_init(void) {
   pthread_once(&g_atfork_once, install_atfork);
 }

@@ -133,14 +133,17 @@ static void cache_clear_locked(void) {
 /* A fork may come while another thread holds the lock: the fork handlers
  * take it around the fork and give the child a fresh one. The entries stay
  * good there (the same images are mapped). */
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+
 static void register_fork_hooks(void) {
   static const pprt__fork_hooks none = {NULL, NULL, NULL};
   pprt__fork_register_locked(PPRT__FORK_SYMBOLIZE, &g_cache_lock, &none);
 }
 
+PPRT__FORK_REGISTER_AT_LOAD(g_fork_once, register_fork_hooks)
+
 static void cache_lock(void) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, register_fork_hooks);
+  pthread_once(&g_fork_once, register_fork_hooks);
   pthread_mutex_lock(&g_cache_lock);
 }
 

@@ -126,6 +126,8 @@ static void install_atfork(void) {
   pprt__fork_register_locked(PPRT__FORK_TRACE, &g_control, &fork_hooks);
 }
 
+PPRT__FORK_REGISTER_AT_LOAD(g_atfork_once, install_atfork)
+
 typedef struct start_args {
   int flight;
   size_t buffer_limit;

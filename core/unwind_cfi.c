@@ -222,6 +222,8 @@ static void install_atfork(void) {
   pprt__fork_register_locked(PPRT__FORK_CFI, &g_lock, &fork_hooks);
 }
 
+PPRT__FORK_REGISTER_AT_LOAD(g_atfork_once, install_atfork)
+
 int pprt__cfi_refresh(void) {
   pthread_once(&g_atfork_once, install_atfork);
   pthread_mutex_lock(&g_lock);

@@ -39,14 +39,7 @@ static void loader_register(void) {
   pprt__fork_register_locked(PPRT__FORK_LOADER, &g_loader_lock, &loader_hooks);
 }
 
-/* Registered when the library is loaded, before the program's threads: at
- * first use, a fork in another thread could pass its prepare step before
- * the lock was registered and copy the process while this thread was
- * already in dl_iterate_phdr (seen once: test_loader_fork's second child
- * hung on i386, the listing thread having just started). */
-__attribute__((constructor)) static void loader_register_at_load(void) {
-  pthread_once(&g_loader_once, loader_register);
-}
+PPRT__FORK_REGISTER_AT_LOAD(g_loader_once, loader_register)
 
 int pprt__elf_iterate_phdr(int (*fn)(struct dl_phdr_info *info, size_t size, void *arg),
                            void *arg) {
