@@ -14,7 +14,7 @@
  *   abuse    500 idle connections and a slow-loris client: a real scrape
  *            still works and pprt's threads take < 1% of the program's CPU
  *   load     20 clients scraping heap, allocs deltas and 1 s CPU profiles
- *            for SECONDS (default 10): every response valid, no crash
+ *            for SECONDS (default 30): every response valid, no crash
  *   shared   in this process: cumulative heap profiles asked for within
  *            the sharing window get one body; past it, a new one shows
  *            the allocations since; no response is older than the window,
@@ -50,7 +50,7 @@
 #include "tests/http_client.h"
 #include "tests/spin.h"
 
-static double load_seconds = 10;
+static double load_seconds = 30;
 
 static double now_s(void) {
   struct timespec ts;
