@@ -100,7 +100,7 @@ void pprt__cpu_thread_exiting(uint64_t tid) {
   if (s && s->thread_timers)
     for (size_t i = 0; i < s->ntimers; i++)
       if (s->timers[i].tid == tid) {
-        pprt__cpu_stop_timer_at(s, i);
+        pprt__cpu_stop_timer_counted(s, i, 1);
         break;
       }
   pthread_mutex_unlock(&g_control);
@@ -551,7 +551,7 @@ static int cpu_stop(void) {
     sched_yield();
   pthread_mutex_lock(&g_control);
   while (s->ntimers > 0)
-    pprt__cpu_stop_timer_at(s, s->ntimers - 1);
+    pprt__cpu_stop_timer_counted(s, s->ntimers - 1, 0);
   pthread_mutex_unlock(&g_control);
   pprt__ring_close(&s->ring);
   pthread_join(s->reader, NULL);

@@ -233,6 +233,13 @@ void pprt__cpu_add_comments(session *s, double cpu) {
            cpu > 0 ? (double)s->signals / cpu : 0.0, (unsigned long long)s->signals,
            (unsigned long long)s->folds_sq);
   pprt__profile_add_comment(s->prof, c);
+  if (s->source == SOURCE_CLOCK) {
+    snprintf(c, sizeof c,
+             "unsampled tails %.6f s: the threads' CPU time after their clocks' last signals, "
+             "in no sample",
+             (double)s->unsampled_ns / 1e9);
+    pprt__profile_add_comment(s->prof, c);
+  }
   snprintf(c, sizeof c, "lost samples %llu, unwalkable stacks %llu", (unsigned long long)s->lost,
            (unsigned long long)s->external);
   pprt__profile_add_comment(s->prof, c);

@@ -122,6 +122,7 @@ typedef struct session {
   blocked_entry *blocked;
   size_t nblocked, blocked_cap;
   uint64_t blocked_ns; /* charged to PPRT__FRAME_BLOCKED */
+  uint64_t unsampled_ns; /* under g_control: clocks' tails, in no weight */
   uint64_t last_blocked_check;
   blocked_entry *at_start; /* each thread's CPU time when the session started */
   size_t nat_start, at_start_cap;
@@ -192,6 +193,10 @@ int pprt__cpu_choose_source(session *s, pprt_timer_mode mode);
 int pprt__cpu_start_thread_timer(session *s, uint64_t tid);
 /* Stops entry i's source and forgets it. */
 void pprt__cpu_stop_timer_at(session *s, size_t i);
+/* The same, for a thread that ends (on the thread itself, self 1) or at
+ * stop (no handler running, self 0): its clock's unweighed tail goes into
+ * s->unsampled_ns. */
+void pprt__cpu_stop_timer_counted(session *s, size_t i, int self);
 /* tid's entry, or NULL. */
 timer_entry *pprt__cpu_find_timer(session *s, uint64_t tid);
 /* Sources for threads that appeared, none for threads that are gone. */

@@ -13,6 +13,8 @@
  * reader on its rescans. The ignored-thread list is lock-free.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -223,6 +225,38 @@ void pprt__cpu_stop_timer_at(session *s, size_t i) {
   pprt__os_thread_timer_stop(&s->timers[i].timer);
   pprt__os_sample_clock_close(&s->timers[i].clock);
   s->timers[i] = s->timers[--s->ntimers];
+}
+
+/* A sampling clock's tail: the CPU time its thread used since the last
+ * signal, which no sample weighs (the next signal would have). With a
+ * clock that counts all CPU time it is under a period; a user-only clock
+ * signals only where its period ends in user code, and a thread that
+ * lives in the kernel goes long without: reading /dev/zero, one signal per
+ * 20-35 ms of CPU, and stretches of 150-200 ms between two (the stretch is
+ * a drawn period times the number of periods that ended in the kernel, a
+ * product with a long tail). The tail of a short profile is then a part of
+ * its CPU time worth saying. Not for a thread that blocks SIGPROF: the
+ * blocked accounting charges that time (cpu_blocked.c). */
+void pprt__cpu_stop_timer_counted(session *s, size_t i, int self) {
+  uint64_t tid = s->timers[i].tid;
+  slot *sl = s->timers[i].clock.fd >= 0 ? slot_find(s, tid) : NULL;
+  pprt__cpu_stop_timer_at(s, i);
+  /* Read after the slot is gone, so that no handler of this thread can
+   * weigh the time after it. */
+  uint64_t last = sl ? sl->last : UINT64_MAX, cpu = 0;
+  if (last == UINT64_MAX)
+    return;
+  int blocks = 0;
+  if (self) {
+    sigset_t now;
+    cpu = pprt__os_thread_cpu_self_ns();
+    blocks = pthread_sigmask(SIG_BLOCK, NULL, &now) == 0 && sigismember(&now, SIGPROF) == 1;
+  } else if (pprt__os_thread_cpu_ns(tid, &cpu) != 0 ||
+             pprt__os_thread_blocks(tid, SIGPROF, &blocks) != 0) {
+    return;
+  }
+  if (!blocks && cpu > last)
+    s->unsampled_ns += cpu - last;
 }
 
 static int rescan_one(uint64_t tid, void *ctx) {
