@@ -599,6 +599,16 @@ static double kernel_heavy(double seconds) {
   return thread_cpu() - start;
 }
 
+/* A registered thread, so that its clock runs from its first instruction
+ * of note to its exit, where pprt counts its tail. */
+static void *kernel_heavy_thread(void *arg) {
+  double *cpu = arg;
+  if (pprt_thread_register() != 0)
+    return NULL;
+  *cpu = kernel_heavy(1.5 * scale());
+  return NULL;
+}
+
 static int user_only_child(void) {
   FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
   int level = -9;
@@ -619,15 +629,25 @@ static int user_only_child(void) {
     printf("no perf task clock unprivileged: %s\n", pprt_strerror(rc));
     return 77;
   }
+  /* Two threads: this one, whose clock stops with the profile, and one
+   * that exits before (its clock stops at its exit). */
+  double start = thread_cpu(), worker = -1;
+  pthread_t th;
+  CHILD_CHECK(pthread_create(&th, NULL, kernel_heavy_thread, &worker) == 0);
   double cpu = kernel_heavy(1.5 * scale());
+  CHILD_CHECK(pthread_join(th, NULL) == 0);
+  CHILD_CHECK(worker > 0);
+  double mine = thread_cpu() - start;
+  cpu = mine + worker;
   CHILD_CHECK(pprt_cpu_stop() == 0);
   Pprt__Profile *p = NULL;
   char err[256];
   CHILD_CHECK(pprt__profile_decode(m.data, m.len, &p, err, sizeof err) == 0);
   int64_t ns = 0, n = total_samples(p, &ns);
   const char *src = profile_comment(p, "source");
-  printf("%s\nkernel-heavy thread: %lld samples, %.3f s sampled, %.3f s of CPU\n",
-         src ? src : "(no source comment)", (long long)n, (double)ns / 1e9, cpu);
+  printf("%s\nkernel-heavy threads: %lld samples, %.3f s sampled, %.3f s of CPU (%.3f s in the "
+         "thread that exited)\n",
+         src ? src : "(no source comment)", (long long)n, (double)ns / 1e9, cpu, worker);
   CHILD_CHECK(src && strstr(src, "user time only"));
   /* Kernel time is in the weights though most periods end in the kernel
    * and send nothing. What no weight has is the tail after the last
@@ -635,13 +655,13 @@ static int user_only_child(void) {
    * user-only clock is a drawn period times the number of periods that
    * ended in the kernel, so its tail is long (150-200 ms here, against a
    * mean gap of 20-35 ms) and no bound on it from the mean gap holds under
-   * load. The weights and the tail add up to the thread's CPU time over
-   * the session, which begins in pprt_cpu_start and ends in pprt_cpu_stop,
-   * around the CPU time measured here: more by what those two calls used
-   * after and before (a few ms at most), never less. */
+   * load. The weights and the tails add up to the threads' CPU time over
+   * their clocks' lives (from pprt_cpu_start, or the thread's register, to
+   * pprt_cpu_stop, or its exit), around the CPU time measured here: more
+   * by what those calls used (a few ms at most), never less. */
   double tail = comment_value(p, "unsampled tails");
   double lost = comment_value(p, "lost samples");
-  printf("unsampled tail %.3f s, lost samples %.0f: weights and tail %.3f ms over the CPU time\n",
+  printf("unsampled tails %.3f s, lost samples %.0f: weights and tails %.3f ms over the CPU time\n",
          tail, lost, ((double)ns / 1e9 + tail - cpu) * 1e3);
   CHILD_CHECK(lost == 0); /* 1 MiB of ring for a thousand samples or so */
   CHILD_CHECK((double)ns / 1e9 + tail >= cpu - 1e-6);
